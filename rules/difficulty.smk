@@ -1,0 +1,38 @@
+# Stage 3: difficulty bucketing, avg@k of the base model per problem, sharded over problems.
+
+
+rule score_difficulty:
+    input:
+        pool=get_problem_pool(),
+        model=get_base_model_input(),
+    output:
+        shard="results/difficulty/shards/shard{shard}.parquet",
+    log:
+        "logs/score_difficulty/shard{shard}.log",
+    benchmark:
+        "benchmarks/score_difficulty/shard{shard}.tsv"
+    conda:
+        "../envs/isocompute.yaml"
+    threads: 1
+    params:
+        model=base_model_path,
+        samples=config["difficulty"]["samples"],
+        shards=config["difficulty"]["shards"],
+        sampling=study.sampling_spec(config),
+        generation=config["generation"],
+        seed=config["seed"],
+    script:
+        "../workflow/scripts/score_difficulty.py"
+
+
+rule gather_difficulty:
+    input:
+        shards=get_difficulty_shards(),
+    output:
+        difficulty="results/difficulty/problem_difficulty.parquet",
+    log:
+        "logs/gather_difficulty.log",
+    conda:
+        "../envs/isocompute.yaml"
+    script:
+        "../workflow/scripts/gather_difficulty.py"

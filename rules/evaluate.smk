@@ -1,0 +1,61 @@
+# Stage 6: avg@k, best@k, worst@k per checkpoint on validation; pass rates on a training sample.
+
+
+rule evaluate_base_model:
+    input:
+        val="results/problem_sets/{problem_set}/val.parquet",
+        model=get_base_model_input(),
+    output:
+        evals="results/evaluation/{problem_set}/base_model.parquet",
+    log:
+        "logs/evaluate_base_model/{problem_set}.log",
+    conda:
+        "../envs/isocompute.yaml"
+    threads: 1
+    params:
+        model=base_model_path,
+        k=config["evaluation"]["k"],
+        sampling=study.sampling_spec(config),
+        generation=config["generation"],
+        seed=config["seed"],
+    script:
+        "../workflow/scripts/evaluate_base_model.py"
+
+
+rule evaluate_run:
+    input:
+        val="results/problem_sets/{problem_set}/val.parquet",
+        train="results/problem_sets/{problem_set}/train.parquet",
+        checkpoints="results/train/{problem_set}/bp{b_problem}_n{n}_seed{seed}/checkpoints.json",
+    output:
+        evals="results/evaluation/{problem_set}/bp{b_problem}_n{n}_seed{seed}/evals.parquet",
+        val_counts="results/evaluation/{problem_set}/bp{b_problem}_n{n}_seed{seed}/val_counts.parquet",
+        train_pass_rates="results/evaluation/{problem_set}/bp{b_problem}_n{n}_seed{seed}/train_pass_rates.parquet",
+    log:
+        "logs/evaluate_run/{problem_set}/bp{b_problem}_n{n}_seed{seed}.log",
+    benchmark:
+        "benchmarks/evaluate_run/{problem_set}/bp{b_problem}_n{n}_seed{seed}.tsv"
+    conda:
+        "../envs/isocompute.yaml"
+    threads: 1
+    params:
+        point=point_of,
+        evaluation=config["evaluation"],
+        sampling=study.sampling_spec(config),
+        generation=config["generation"],
+        seed=config["seed"],
+    script:
+        "../workflow/scripts/evaluate_run.py"
+
+
+rule gather_evaluations:
+    input:
+        evals=get_all_run_evals(),
+    output:
+        table="results/evaluation/evals.csv",
+    log:
+        "logs/gather_evaluations.log",
+    conda:
+        "../envs/isocompute.yaml"
+    script:
+        "../workflow/scripts/gather_evaluations.py"

@@ -1,0 +1,31 @@
+# Stage 1: the problem pool, as the pipeline's problem table (id, prompt, answer).
+
+
+if config["problems"]["source"] == "synthetic_addition":
+
+    rule make_problem_pool:
+        output:
+            pool="results/problems/pool.parquet",
+        log:
+            "logs/make_problem_pool.log",
+        conda:
+            "../envs/isocompute.yaml"
+        params:
+            task=config["problems"]["synthetic_addition"],
+            seed=config["seed"],
+        script:
+            "../workflow/scripts/make_problem_pool.py"
+
+else:
+
+    rule import_problem_table:
+        output:
+            pool="results/problems/pool.parquet",
+        log:
+            "logs/import_problem_table.log",
+        conda:
+            "../envs/isocompute.yaml"
+        params:
+            table=config["problems"]["table"],
+        script:
+            "../workflow/scripts/import_problem_table.py"

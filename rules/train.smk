@@ -1,0 +1,25 @@
+# Stage 5: one TRL GRPO run per grid point, checkpointed at compute points spaced evenly in log C.
+
+
+rule train_grpo:
+    input:
+        train="results/problem_sets/{problem_set}/train.parquet",
+        model=get_base_model_input(),
+    output:
+        log_table="results/train/{problem_set}/bp{b_problem}_n{n}_seed{seed}/train_log.parquet",
+        checkpoints="results/train/{problem_set}/bp{b_problem}_n{n}_seed{seed}/checkpoints.json",
+    log:
+        "logs/train_grpo/{problem_set}/bp{b_problem}_n{n}_seed{seed}.log",
+    benchmark:
+        "benchmarks/train_grpo/{problem_set}/bp{b_problem}_n{n}_seed{seed}.tsv"
+    conda:
+        "../envs/isocompute.yaml"
+    threads: 1
+    params:
+        model=base_model_path,
+        point=point_of,
+        spec=study.training_spec(config),
+        recipe=lambda wildcards: study.recipe_of(config, wildcards.problem_set),
+        run_dir=lambda wildcards, output: os.path.dirname(output.checkpoints),
+    script:
+        "../workflow/scripts/train_grpo.py"

@@ -1,0 +1,64 @@
+"""The catalogue of the study's artifacts: where each lives under results/ and what it holds.
+
+`results/README.md` is written from this one list, so the index a user opens and the paths the rules
+write cannot drift apart unnoticed (a test checks every produced file matches an entry).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+
+CATALOGUE: list[tuple[str, str]] = [
+    ("problems/pool.parquet", "problem pool: one row per problem with `id`, `prompt`, `answer`"),
+    ("base_model/model/*", "the base model built by the pipeline (load with `from_pretrained` on this folder)"),
+    ("base_model/pretrain_log.parquet", "supervised loss per step of the base model's pre-training"),
+    ("difficulty/shards/shard*.parquet", "one shard of difficulty bucketing (per-problem correct counts)"),
+    (
+        "difficulty/problem_difficulty.parquet",
+        "base model avg@16 per problem: `n_correct` of `n_samples`, mean response tokens",
+    ),
+    ("problem_sets/summary.json", "bucket sizes and the sizes of every train and validation set"),
+    ("problem_sets/*/train.parquet", "a problem set's training problems with their base-model avg@16"),
+    ("problem_sets/*/val.parquet", "a problem set's held-out validation problems"),
+    ("train/*/*/run_settings.json", "the settings a run was trained with (a changed setting restarts it)"),
+    ("train/*/*/train_log.parquet", "per optimizer step: reward, entropy, KL, response length, lr, compute"),
+    ("train/*/*/checkpoints.json", "the run's checkpoints with the compute (rollouts, tokens) at each"),
+    ("train/*/*/checkpoint-*/*", "a GRPO checkpoint saved at one of the study's log-spaced compute points"),
+    ("train/*/*/README.md", "TRL's model card of the run"),
+    ("evaluation/*/base_model.parquet", "the base model's avg@4, best@4, worst@4 on a validation set"),
+    ("evaluation/*/*/evals.parquet", "per checkpoint: avg@4, best@4, worst@4, response tokens, compute"),
+    ("evaluation/*/*/val_counts.parquet", "per checkpoint and validation problem: correct samples out of 4"),
+    ("evaluation/*/*/train_pass_rates.parquet", "per checkpoint: pass rate of each sampled training problem"),
+    ("evaluation/evals.csv", "every run's evaluation rows in one table (input of `isocompute fit`)"),
+    ("fits/*/*/fits.json", "per-n sigmoid fits, the compute-optimal frontier, n*(C) and its sigmoid fit"),
+    ("figures/*/*/fig05_frontier.*", "paper Fig. 5: reward vs compute per n, frontier coloured by n*"),
+    ("figures/*/*/fig06_nstar.*", "paper Fig. 6: compute-optimal n* vs compute with its sigmoid fit"),
+    ("README.md", "this index"),
+]
+
+
+def describe(relative_path: str) -> str | None:
+    """The catalogue entry a path under results/ belongs to, or None for an unknown file."""
+    for pattern, description in CATALOGUE:
+        if fnmatch.fnmatch(relative_path, pattern):
+            return description
+    return None
+
+
+def write_index(results_dir: str | Path, out_path: str | Path) -> list[str]:
+    """Write the index of results/ (each kind of artifact with its files); return uncatalogued files."""
+    results_dir = Path(results_dir)
+    files = sorted(
+        str(path.relative_to(results_dir))
+        for path in results_dir.rglob("*")
+        if path.is_file() and not path.name.startswith(".")
+    )
+    lines = ["# results/", "", "Every artifact of the study, by stage. Paths are relative to this folder.", ""]
+    for pattern, description in CATALOGUE:
+        matches = [f for f in files if fnmatch.fnmatch(f, pattern)]
+        lines.append(f"- `{pattern}`: {description}" + (f" ({len(matches)} files)" if len(matches) > 1 else ""))
+        if "checkpoint-" not in pattern and "base_model/model" not in pattern:
+            lines.extend(f"  - `{match}`" for match in matches[:40] if match != pattern)
+    Path(out_path).write_text("\n".join(lines) + "\n")
+    return [f for f in files if describe(f) is None]

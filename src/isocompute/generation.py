@@ -1,0 +1,145 @@
+"""Sampling k completions per prompt, behind one interface with a vLLM and a transformers backend.
+
+Bucketing and evaluation only need "k samples per prompt, with their token counts"; vLLM does that fast
+on GPUs, batched transformers `generate` does it on a CPU. `make_sampler` picks vLLM when it imports and
+a GPU is there, so the same rule runs on a laptop and on a cluster.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from isocompute.answers import is_correct
+from isocompute.specs import SamplingSpec
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One sampled completion and the number of tokens it took (eos included)."""
+
+    text: str
+    num_tokens: int
+
+
+class Sampler(Protocol):
+    """k completions for each prompt, in prompt order."""
+
+    def sample(self, prompts: Sequence[str], k: int) -> list[list[Completion]]: ...
+
+
+class TransformersSampler:
+    """Batched `generate` with left padding; deterministic on CPU for a given seed and batch size."""
+
+    def __init__(self, model_path: str, sampling: SamplingSpec, seed: int, batch_size: int) -> None:
+        self.tokenizer = AutoTokenizer.from_pretrained(model_path, padding_side="left")
+        self.model = AutoModelForCausalLM.from_pretrained(model_path).eval()
+        self.sampling = sampling
+        self.batch_size = batch_size
+        self.generator_seed = seed
+
+    def sample(self, prompts: Sequence[str], k: int) -> list[list[Completion]]:
+        torch.manual_seed(self.generator_seed)
+        eos = self.tokenizer.eos_token_id
+        pad = self.tokenizer.pad_token_id
+        results: list[list[Completion]] = []
+        per_batch = max(1, self.batch_size // k)
+        for start in range(0, len(prompts), per_batch):
+            chunk = list(prompts[start : start + per_batch])
+            encoded = self.tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
+            with torch.no_grad():
+                output = self.model.generate(
+                    **encoded,
+                    do_sample=True,
+                    temperature=self.sampling.temperature,
+                    top_p=self.sampling.top_p,
+                    top_k=0,
+                    max_new_tokens=self.sampling.max_new_tokens,
+                    num_return_sequences=k,
+                    pad_token_id=pad,
+                    eos_token_id=eos,
+                )
+            generated = output[:, encoded["input_ids"].shape[1] :]
+            texts = self.tokenizer.batch_decode(generated, skip_special_tokens=True)
+            lengths = _completion_lengths(generated, eos, pad)
+            for row in range(len(chunk)):
+                results.append(
+                    [Completion(texts[row * k + j], lengths[row * k + j]) for j in range(k)]
+                )
+        return results
+
+
+def _completion_lengths(generated: torch.Tensor, eos: int, pad: int) -> list[int]:
+    """Tokens up to and including the first eos; all generated tokens where no eos came."""
+    lengths = []
+    for row in generated.tolist():
+        length = len(row)
+        for position, token in enumerate(row):
+            if token == eos:
+                length = position + 1
+                break
+        else:
+            while length and row[length - 1] == pad and pad != eos:
+                length -= 1
+        lengths.append(length)
+    return lengths
+
+
+class VLLMSampler:
+    """vLLM's offline engine: one request per prompt with `n = k` samples, tensor parallel from config."""
+
+    def __init__(
+        self, model_path: str, sampling: SamplingSpec, seed: int, tensor_parallel_size: int = 1
+    ) -> None:
+        from vllm import LLM, SamplingParams
+
+        self.engine = LLM(model=model_path, seed=seed, tensor_parallel_size=tensor_parallel_size)
+        self.params = SamplingParams
+        self.sampling = sampling
+        self.seed = seed
+
+    def sample(self, prompts: Sequence[str], k: int) -> list[list[Completion]]:
+        params = self.params(
+            n=k,
+            temperature=self.sampling.temperature,
+            top_p=self.sampling.top_p,
+            max_tokens=self.sampling.max_new_tokens,
+            seed=self.seed,
+        )
+        outputs = self.engine.generate(list(prompts), params, use_tqdm=False)
+        return [[Completion(o.text, len(o.token_ids)) for o in output.outputs] for output in outputs]
+
+
+def vllm_usable() -> bool:
+    """vLLM is the default only where it imports and a CUDA device is visible."""
+    return importlib.util.find_spec("vllm") is not None and torch.cuda.is_available()
+
+
+def make_sampler(generation: Mapping[str, Any], model_path: str, sampling: SamplingSpec, seed: int) -> Sampler:
+    """The sampler the config's `generation` block asks for.
+
+    `generation.backend` is "vllm", "transformers" or "auto" (vLLM where usable, else transformers).
+    """
+    backend = generation["backend"]
+    if backend == "auto":
+        backend = "vllm" if vllm_usable() else "transformers"
+    if backend == "vllm":
+        return VLLMSampler(model_path, sampling, seed, generation.get("tensor_parallel_size", 1))
+    if backend == "transformers":
+        return TransformersSampler(model_path, sampling, seed, generation["batch_size"])
+    raise ValueError(f"generation.backend must be auto, vllm or transformers, not {backend!r}")
+
+
+def count_correct(
+    sampler: Sampler, prompts: Sequence[str], answers: Sequence[str], k: int
+) -> tuple[list[int], list[float]]:
+    """Per prompt: how many of k samples are correct, and their mean length in tokens."""
+    samples = sampler.sample(prompts, k)
+    n_correct = [sum(is_correct(c.text, answer) for c in group) for group, answer in zip(samples, answers)]
+    mean_tokens = [sum(c.num_tokens for c in group) / k for group in samples]
+    return n_correct, mean_tokens

@@ -1,0 +1,24 @@
+"""Glue for the workflow's scripts: logging into the rule's log file and single-threaded, seeded torch.
+
+Every job runs torch on one thread so that results do not depend on `--cores`: the same config gives the
+same numbers on any machine, and two jobs share two cores instead of fighting over them.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import TextIO
+
+
+def start_job(log_path: str) -> TextIO:
+    """Send stdout, stderr and `logging` to the rule's log; pin torch to one thread."""
+    import torch
+
+    Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+    handle = open(log_path, "w", buffering=1)  # noqa: SIM115 - lives as long as the job
+    sys.stdout = sys.stderr = handle
+    logging.basicConfig(stream=handle, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
+    torch.set_num_threads(1)
+    return handle

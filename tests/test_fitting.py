@@ -1,0 +1,110 @@
+"""The fits recover known parameters from noisy synthetic curves on a log-spaced compute grid."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from isocompute.fitting import (
+    FitFailure,
+    NStarFit,
+    RewardFit,
+    fit_nstar,
+    fit_reward,
+    fit_study,
+    frontier,
+    nstar_curve,
+    reward_curve,
+)
+
+COMPUTE = np.geomspace(1e3, 1e7, 13)
+
+
+def synthetic_evals(curves: dict[int, tuple[float, float, float, float]], noise: float, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n, params in curves.items():
+        reward = reward_curve(np.log10(COMPUTE), *params) + rng.normal(0, noise, len(COMPUTE))
+        rows += [
+            {"run": f"n{n}", "n": n, "b_problem": 32, "step": i + 1, "compute_rollouts": c, "avg@4": r}
+            for i, (c, r) in enumerate(zip(COMPUTE, reward))
+        ]
+    return pd.DataFrame(rows)
+
+
+# Larger n: slower start, higher ceiling; each n dominates a compute range.
+CURVES = {8: (0.3, 0.55, 3.5, 1.5), 32: (0.3, 0.62, 4.5, 1.5), 128: (0.3, 0.70, 5.5, 1.5)}
+
+
+def test_reward_sigmoid_recovers_its_parameters() -> None:
+    truth = (0.2, 0.7, 4.6, 1.2)
+    reward = reward_curve(np.log10(COMPUTE), *truth) + np.random.default_rng(1).normal(0, 0.005, len(COMPUTE))
+    fit = fit_reward(COMPUTE, reward)
+    assert isinstance(fit, RewardFit)
+    assert fit.a == pytest.approx(truth[1], abs=0.03)
+    assert fit.log10_c_mid == pytest.approx(truth[2], abs=0.15)
+    assert fit.b == pytest.approx(truth[3], rel=0.3)
+
+
+def test_too_few_points_and_flat_curves_are_recorded_not_dropped() -> None:
+    few = fit_reward(COMPUTE[:3], np.array([0.1, 0.2, 0.3]))
+    assert isinstance(few, FitFailure) and "need 4" in few.reason
+    flat = fit_reward(COMPUTE, np.full(len(COMPUTE), 0.4))
+    assert isinstance(flat, FitFailure) and "flat" in flat.reason
+    early = fit_reward(COMPUTE, np.linspace(0, 1, len(COMPUTE)), min_compute=5e6)
+    assert isinstance(early, FitFailure)
+
+
+def test_frontier_picks_the_right_n_where_curves_cross() -> None:
+    fits = {n: RewardFit(*params, rmse=0.0, num_points=13) for n, params in CURVES.items()}
+    envelope = frontier(fits, COMPUTE)
+    assert envelope["n_star"].iloc[0] == 8
+    assert envelope["n_star"].iloc[-1] == 128
+    assert envelope["n_star"].is_monotonic_increasing
+    for c, reward in zip(envelope["compute"], envelope["reward"]):
+        assert reward == pytest.approx(max(fit(c) for fit in fits.values()))
+
+
+def test_frontier_ties_go_to_the_smaller_n_and_single_curves_work() -> None:
+    same = RewardFit(0.1, 0.5, 4.0, 1.0, 0.0, 5)
+    assert set(frontier({16: same, 4: same}, COMPUTE)["n_star"]) == {4}
+    assert set(frontier({64: same}, COMPUTE)["n_star"]) == {64}
+    assert frontier({}, COMPUTE).empty
+
+
+def test_nstar_sigmoid_recovers_paper_scale_parameters() -> None:
+    # The study's Easy, B_problem = 32 fit: L = 6.09, k = 4.75, log10 C0 = 5.84, b = 2.73.
+    x = np.linspace(4.0, 7.5, 40)
+    y = nstar_curve(x, 6.09, 4.75, 5.84, 2.73) + np.random.default_rng(2).normal(0, 0.1, len(x))
+    fit = fit_nstar(10**x, 2**y)
+    assert isinstance(fit, NStarFit)
+    assert fit.log10_c0 == pytest.approx(5.84, abs=0.15)
+    assert fit.L == pytest.approx(6.09, abs=0.6)
+    assert fit.b == pytest.approx(2.73, abs=0.4)
+
+
+def test_constant_nstar_is_a_recorded_failure() -> None:
+    fit = fit_nstar(COMPUTE, np.full(len(COMPUTE), 16))
+    assert isinstance(fit, FitFailure) and "16" in fit.reason
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_study_fit_recovers_nstar_within_one_grid_step(seed: int) -> None:
+    evals = synthetic_evals(CURVES, noise=0.004, seed=seed)
+    result = fit_study(evals, "avg@4", "compute_rollouts", min_compute=0, frontier_points=60)
+    truth = frontier({n: RewardFit(*p, rmse=0.0, num_points=13) for n, p in CURVES.items()}, COMPUTE)
+    fitted = frontier(
+        {int(n): RewardFit(**{k: v for k, v in c.items() if k != "ok"}) for n, c in result["curves"].items()},
+        COMPUTE,
+    )
+    grid = sorted(CURVES)
+    steps = [abs(grid.index(a) - grid.index(b)) for a, b in zip(truth["n_star"], fitted["n_star"])]
+    assert max(steps) <= 1
+    assert result["nstar_at_max_compute"] == 128
+    assert result["nstar_fit"]["ok"]
+
+
+def test_study_fit_averages_seeds_at_each_step() -> None:
+    evals = synthetic_evals({8: CURVES[8]}, noise=0.0, seed=0)
+    shifted = evals.assign(**{"avg@4": evals["avg@4"] + 0.02})
+    result = fit_study(pd.concat([evals, shifted]), "avg@4", "compute_rollouts", 0, 20)
+    assert result["curves"]["8"]["a"] == pytest.approx(CURVES[8][1] + 0.01, abs=0.01)

@@ -1,0 +1,63 @@
+"""Sampling: the transformers backend on the tiny model; the vLLM backend wherever vLLM imports."""
+
+import importlib.util
+
+import pandas as pd
+import pytest
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from isocompute.answers import correctness_reward, is_correct
+from isocompute.difficulty import score_problems
+from isocompute.generation import TransformersSampler, make_sampler
+from isocompute.specs import SamplingSpec
+
+SAMPLING = SamplingSpec(temperature=1.0, top_p=1.0, max_new_tokens=4)
+TRANSFORMERS = {"backend": "transformers", "batch_size": 64}
+
+
+def test_base_model_and_tokenizer_load_with_from_pretrained(tiny_model: str) -> None:
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model)
+    ids = tokenizer("12+34=", add_special_tokens=False)["input_ids"]
+    assert len(ids) == 6 and tokenizer.decode(ids) == "12+34="
+    assert model.config.model_type == "qwen2" and tokenizer.padding_side == "left"
+
+
+def test_k_samples_per_prompt_with_token_counts(tiny_model: str, pool: pd.DataFrame) -> None:
+    sampler = make_sampler(TRANSFORMERS, tiny_model, SAMPLING, seed=0)
+    assert isinstance(sampler, TransformersSampler)
+    samples = sampler.sample(pool["prompt"].tolist()[:30], k=5)
+    assert len(samples) == 30 and all(len(group) == 5 for group in samples)
+    assert all(1 <= c.num_tokens <= SAMPLING.max_new_tokens for group in samples for c in group)
+
+
+def test_sampling_is_deterministic_for_a_seed(tiny_model: str, pool: pd.DataFrame) -> None:
+    prompts = pool["prompt"].tolist()[:40]
+    first = make_sampler(TRANSFORMERS, tiny_model, SAMPLING, seed=3).sample(prompts, k=4)
+    second = make_sampler(TRANSFORMERS, tiny_model, SAMPLING, seed=3).sample(prompts, k=4)
+    other = make_sampler(TRANSFORMERS, tiny_model, SAMPLING, seed=4).sample(prompts, k=4)
+    assert first == second and first != other
+
+
+def test_difficulty_scores_count_correct_samples(tiny_model: str, pool: pd.DataFrame) -> None:
+    sampler = make_sampler(TRANSFORMERS, tiny_model, SAMPLING, seed=0)
+    scores = score_problems(pool.head(20), sampler, samples=16)
+    assert scores["n_correct"].between(0, 16).all()
+    assert (scores["avg@16"] == scores["n_correct"] / 16).all()
+
+
+def test_answer_checking_is_exact() -> None:
+    assert is_correct(" 46\n", "46") and not is_correct("460", "46") and not is_correct("", "46")
+    assert correctness_reward(["46", "45"], answer=["46", "46"], prompts=["x", "x"]) == [1.0, 0.0]
+
+
+def test_unknown_backend_is_an_error(tiny_model: str) -> None:
+    with pytest.raises(ValueError, match="generation.backend"):
+        make_sampler({"backend": "sglang", "batch_size": 8}, tiny_model, SAMPLING, seed=0)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed here")
+def test_vllm_backend_samples_k_per_prompt(tiny_model: str, pool: pd.DataFrame) -> None:
+    sampler = make_sampler({"backend": "vllm", "batch_size": 64}, tiny_model, SAMPLING, seed=0)
+    samples = sampler.sample(pool["prompt"].tolist()[:8], k=4)
+    assert len(samples) == 8 and all(len(group) == 4 for group in samples)

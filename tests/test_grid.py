@@ -1,0 +1,64 @@
+import math
+
+import pytest
+
+from isocompute.grid import GridError, GridPoint, checkpoint_steps, expand_grid, learning_rate, total_steps
+
+LIMITS = {"easy": 65536, "hard": 16384}
+
+
+def test_grid_is_the_union_of_blocks_without_duplicates() -> None:
+    blocks = [
+        {"problem_sets": ["easy"], "b_problem": [32], "n": [8, 16], "seeds": [0]},
+        {"problem_sets": ["easy", "hard"], "b_problem": [32, 64], "n": [16], "seeds": [0]},
+    ]
+    points = expand_grid(blocks, LIMITS)
+    assert GridPoint("easy", 32, 16, 0) in points
+    assert len(points) == len(set(points)) == 5
+    assert points == sorted(points)
+
+
+def test_point_over_the_batch_limit_names_the_key() -> None:
+    blocks = [{"problem_sets": ["hard"], "b_problem": [1024], "n": [32], "seeds": [0]}]
+    with pytest.raises(GridError, match=r"grid\[0\].*problem_sets\.hard\.max_batch=16384"):
+        expand_grid(blocks, LIMITS)
+
+
+def test_unknown_problem_set_names_the_key() -> None:
+    with pytest.raises(GridError, match=r"grid\[0\]\.problem_sets names 'medium'"):
+        expand_grid([{"problem_sets": ["medium"], "b_problem": [8], "n": [2], "seeds": [0]}], LIMITS)
+
+
+def test_run_name_and_batch() -> None:
+    point = GridPoint("easy", 32, 64, 1)
+    assert point.batch == 2048
+    assert point.run == "bp32_n64_seed1"
+
+
+def test_sqrt_learning_rate_rule_matches_the_paper() -> None:
+    assert learning_rate(1024, 1e-6, 1024) == pytest.approx(1e-6)
+    assert learning_rate(8192, 1e-6, 1024) == pytest.approx(1e-6 * math.sqrt(8))
+    assert learning_rate(256, 1e-6, 1024) == pytest.approx(0.5e-6)
+
+
+def test_total_steps_reach_compute_max() -> None:
+    assert total_steps(batch=256, compute_max=65536) == 256
+    assert total_steps(batch=96, compute_max=1000) == 11  # 11 * 96 = 1056 >= 1000 > 10 * 96
+
+
+def test_checkpoints_are_log_spaced_and_end_at_the_last_step() -> None:
+    steps = checkpoint_steps(batch=16, compute_min=256, compute_max=16384, points=7)
+    assert steps == [16, 32, 64, 128, 256, 512, 1024]
+    ratios = [b / a for a, b in zip(steps, steps[1:])]
+    assert all(ratio == pytest.approx(2) for ratio in ratios)
+
+
+def test_checkpoints_below_one_step_collapse_to_step_one() -> None:
+    steps = checkpoint_steps(batch=512, compute_min=64, compute_max=4096, points=7)
+    assert steps[0] == 1 and steps[-1] == 8
+    assert steps == sorted(set(steps))
+
+
+def test_bad_compute_range_is_an_error() -> None:
+    with pytest.raises(GridError):
+        checkpoint_steps(batch=8, compute_min=100, compute_max=10, points=3)

@@ -1,0 +1,116 @@
+"""The real Snakefile, end to end on the micro config, in a scratch copy of the workflow."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from transformers import AutoModelForCausalLM
+
+from isocompute.artifacts import describe
+
+from conftest import REPO
+
+MICRO = ".test/config_micro/config.yaml"
+WORKFLOW_PARTS = ["Snakefile", "rules", "workflow", "config", "envs", ".test"]
+
+
+def snakemake(workdir: Path, *args: str, configfiles: tuple[str, ...] = (MICRO,)) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["snakemake", "--cores", "2", "--configfile", *configfiles, *args],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished micro study."""
+    workdir = tmp_path_factory.mktemp("study")
+    for part in WORKFLOW_PARTS:
+        source = REPO / part
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, workdir / part)
+    result = snakemake(workdir)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return workdir
+
+
+@pytest.mark.slow
+def test_every_stage_leaves_its_artifacts(study: Path) -> None:
+    results = study / "results"
+    pool = pd.read_parquet(results / "problems/pool.parquet")
+    assert list(pool.columns) == ["id", "prompt", "answer"] and len(pool) == 400
+
+    model = AutoModelForCausalLM.from_pretrained(results / "base_model/model")
+    assert model.config.model_type == "qwen2"
+    assert len(pd.read_parquet(results / "base_model/pretrain_log.parquet")) == 80
+
+    difficulty = pd.read_parquet(results / "difficulty/problem_difficulty.parquet")
+    assert len(difficulty) == 400 and (difficulty["n_samples"] == 16).all()
+    assert len(list((results / "difficulty/shards").glob("*.parquet"))) == 2
+
+    ids = []
+    for name, (train_size, val_size) in {"easy": (60, 40), "hard": (30, 20)}.items():
+        train = pd.read_parquet(results / f"problem_sets/{name}/train.parquet")
+        val = pd.read_parquet(results / f"problem_sets/{name}/val.parquet")
+        assert (len(train), len(val)) == (train_size, val_size)
+        ids += train["id"].tolist() + val["id"].tolist()
+    assert len(ids) == len(set(ids))
+
+    for n, steps in {2: [2, 3, 5, 8], 4: [1, 2, 4]}.items():
+        run = results / f"train/easy/bp4_n{n}_seed0"
+        log = pd.read_parquet(run / "train_log.parquet")
+        assert log["step"].tolist() == list(range(1, steps[-1] + 1))
+        assert (log["compute_rollouts"] == log["step"] * 4 * n).all()
+        manifest = json.loads((run / "checkpoints.json").read_text())
+        assert [m["step"] for m in manifest] == steps
+        evals = pd.read_parquet(results / f"evaluation/easy/bp4_n{n}_seed0/evals.parquet")
+        assert evals["step"].tolist() == steps
+        assert {"avg@4", "best@4", "worst@4", "compute_rollouts", "compute_tokens"} <= set(evals.columns)
+        assert (evals["worst@4"] <= evals["avg@4"]).all() and (evals["avg@4"] <= evals["best@4"]).all()
+        rates = pd.read_parquet(results / f"evaluation/easy/bp4_n{n}_seed0/train_pass_rates.parquet")
+        assert len(rates) == 20 * len(steps)
+
+    fits = json.loads((results / "fits/easy/bp4/fits.json").read_text())
+    assert fits["curves"]["2"]["ok"] is True
+    assert fits["curves"]["4"] == {"ok": False, "reason": "3 points above min_compute=0, need 4"}
+    assert fits["nstar_fit"]["ok"] is False and fits["nstar_at_max_compute"] == 2
+
+    for figure in ("fig05_frontier", "fig06_nstar"):
+        for ext in ("png", "pdf"):
+            assert (results / f"figures/easy/bp4/{figure}.{ext}").stat().st_size > 5000
+
+    index = (results / "README.md").read_text()
+    assert "fig05_frontier" in index and "problem_difficulty.parquet" in index
+    produced = [p.relative_to(results).as_posix() for p in results.rglob("*") if p.is_file() and not p.name.startswith(".")]
+    assert [p for p in produced if describe(p) is None] == []
+    assert len(pd.read_csv(results / "evaluation/evals.csv")) == 7
+
+    logs = {p.relative_to(study / "logs").parts[0].removesuffix(".log") for p in (study / "logs").rglob("*.log")}
+    assert {"pretrain_base_model", "score_difficulty", "train_grpo", "evaluate_run", "fit_frontier", "plot_nstar"} <= logs
+
+
+@pytest.mark.slow
+def test_second_run_has_nothing_to_do(study: Path) -> None:
+    result = snakemake(study, "-n")
+    assert result.returncode == 0
+    assert "Nothing to be done" in result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_a_plotting_option_reruns_only_that_figure(study: Path) -> None:
+    (study / "style.yaml").write_text("figures:\n  palette: magma\n")
+    frontier = study / "results/figures/easy/bp4/fig05_frontier.png"
+    nstar = study / "results/figures/easy/bp4/fig06_nstar.png"
+    before = frontier.stat().st_mtime_ns, nstar.stat().st_mtime_ns
+    result = snakemake(study, "fig05_frontier", configfiles=(MICRO, "style.yaml"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    ran = {line.split()[-1].rstrip(":") for line in result.stderr.splitlines() if line.startswith(("rule ", "localrule "))}
+    assert ran == {"plot_frontier", "fig05_frontier"}
+    assert frontier.stat().st_mtime_ns > before[0] and nstar.stat().st_mtime_ns == before[1]

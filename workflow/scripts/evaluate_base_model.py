@@ -1,0 +1,18 @@
+"""The base model's metrics on a validation set: the reference line of every figure (rule evaluate_base_model)."""
+
+import logging
+
+import pandas as pd
+
+from isocompute.evaluation import per_problem_counts, summary_row
+from isocompute.generation import make_sampler
+from isocompute.problems import write_table
+from isocompute.workflow import start_job
+
+start_job(snakemake.log[0])
+generation = snakemake.params.generation
+sampler = make_sampler(generation, snakemake.params.model, snakemake.params.sampling, snakemake.params.seed)
+k = snakemake.params.k
+row = summary_row(per_problem_counts(sampler, pd.read_parquet(snakemake.input.val), k), k)
+write_table(pd.DataFrame([{"problem_set": snakemake.wildcards.problem_set, "step": 0, **row}]), snakemake.output.evals)
+logging.info("base model: %s", row)

@@ -1,0 +1,32 @@
+"""Score every checkpoint of one run (rule evaluate_run)."""
+
+import json
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from isocompute.evaluation import evaluate_checkpoints
+from isocompute.generation import make_sampler
+from isocompute.problems import write_table
+from isocompute.workflow import start_job
+
+start_job(snakemake.log[0])
+evaluation = snakemake.params.evaluation
+generation = snakemake.params.generation
+train = pd.read_parquet(snakemake.input.train)
+train_sample = train.sample(n=evaluation["train_sample_size"], random_state=snakemake.params.seed)
+evals, val_counts, train_rates = evaluate_checkpoints(
+    lambda path: make_sampler(generation, path, snakemake.params.sampling, snakemake.params.seed),
+    json.loads(Path(snakemake.input.checkpoints).read_text()),
+    str(Path(snakemake.input.checkpoints).parent),
+    snakemake.params.point,
+    pd.read_parquet(snakemake.input.val),
+    train_sample,
+    k=evaluation["k"],
+    train_k=evaluation["train_k"],
+)
+write_table(evals, snakemake.output.evals)
+write_table(val_counts, snakemake.output.val_counts)
+write_table(train_rates, snakemake.output.train_pass_rates)
+logging.info("evaluated %d checkpoints:\n%s", len(evals), evals.to_string())
