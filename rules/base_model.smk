@@ -12,12 +12,15 @@ rule pretrain_base_model:
     conda:
         "../envs/isocompute.yaml"
     threads: 1
+    resources:
+        **study_config.rule_resources(config, "pretrain_base_model"),
     params:
-        spec=(
-            study.base_model_spec(config)
-            if not config["base_model"]["pretrained"]
-            else None
-        ),
+        settings={
+            "base_model": {"builtin": config["base_model"]["builtin"]},
+            "problems": {
+                "synthetic_addition": config["problems"]["synthetic_addition"]
+            },
+        },
         seed=config["seed"],
     script:
         "../workflow/scripts/pretrain_base_model.py"

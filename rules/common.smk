@@ -1,12 +1,37 @@
 # Config validation, wildcard constraints and every input function of the workflow.
-from isocompute import config as study
-from isocompute import grid
+from isocompute import config as study_config
+from isocompute import studies
 
-study.validate_config(
+study_config.validate_config(
     config, workflow.source_path("../workflow/schemas/config.schema.yaml")
 )
-GRID = study.check_config(config)
-FIXED_B_PROBLEM = sorted({(point.problem_set, point.b_problem) for point in GRID})
+GRID = study_config.check_config(config)
+STUDIES = study_config.studies_of(config, GRID)
+PROBLEM_SETS = sorted({point.problem_set for point in GRID})
+
+# Each figure of the paper and the kind of study it is drawn for ("set": one per problem set).
+FIGURES = {
+    "fig05_frontier": "fixed_b_problem",
+    "fig06_nstar": "fixed_b_problem",
+    "fig07_nstar_by_metric": "set",
+    "fig08_fixed_batch_optimum": "fixed_batch",
+    "fig09_sensitivity": "set",
+    "fig10_joint_frontier": "joint",
+    "fig11_joint_optimum": "joint",
+    "fig12_train_pass_rates": "fixed_b_problem",
+    "fig23_token_compute": "fixed_b_problem",
+}
+
+
+localrules:
+    gather_difficulty,
+    build_problem_sets,
+    gather_evaluations,
+    fit_study,
+    plot_study_figure,
+    plot_set_figure,
+    recommend_allocation,
+    write_results_index,
 
 
 wildcard_constraints:
@@ -15,16 +40,27 @@ wildcard_constraints:
     n=r"\d+",
     seed=r"\d+",
     shard=r"\d+",
+    study=r"bp\d+|batch\d+|joint",
+    figure="|".join(FIGURES),
+
+
+def config_slice(*keys):
+    """The config blocks a job reads, as a plain dict: Snakemake reruns the job when they change."""
+    return {key: config[key] for key in keys}
 
 
 def point_of(wildcards):
     """The grid point a job's wildcards name."""
-    return grid.GridPoint(
+    return study_config.GridPoint(
         wildcards.problem_set,
         int(wildcards.b_problem),
         int(wildcards.n),
         int(wildcards.seed),
     )
+
+
+def study_of(wildcards):
+    return studies.parse_study(wildcards.problem_set, wildcards.study)
 
 
 def get_problem_pool():
@@ -36,11 +72,6 @@ def get_base_model_input():
     return [] if config["base_model"]["pretrained"] else ["results/base_model/model"]
 
 
-def base_model_path(wildcards, input):
-    """The base model to load: the pipeline's own (an input) or the configured path or hub id."""
-    return input.model[0] if input.model else config["base_model"]["pretrained"]
-
-
 def get_difficulty_shards():
     return expand(
         "results/difficulty/shards/shard{shard}.parquet",
@@ -48,39 +79,96 @@ def get_difficulty_shards():
     )
 
 
-def run_evals(points):
-    """The evaluation tables of the given runs."""
+def run_files(points, name):
+    """One evaluation file (`evals.parquet`, `val_counts.parquet`, ...) of each run."""
     return [
-        f"results/evaluation/{p.problem_set}/bp{p.b_problem}_n{p.n}_seed{p.seed}/evals.parquet"
+        f"results/evaluation/{p.problem_set}/bp{p.b_problem}_n{p.n}_seed{p.seed}/{name}"
         for p in points
     ]
 
 
-def get_fit_evals(wildcards):
-    """The runs of one fixed-B_problem study, one curve per n."""
-    return run_evals(
-        grid.runs_of(GRID, wildcards.problem_set, int(wildcards.b_problem))
-    )
+def get_study_fit_inputs(wildcards):
+    runs = study_of(wildcards).runs(GRID)
+    return {
+        "evals": run_files(runs, "evals.parquet"),
+        "val_counts": run_files(runs, "val_counts.parquet"),
+        "base": f"results/evaluation/{wildcards.problem_set}/base_model.parquet",
+    }
 
 
-def get_all_run_evals():
-    return run_evals(GRID)
+def study_fits(study):
+    return f"results/fits/{study.problem_set}/{study.name}/fits.json"
 
 
-def figure_paths(name):
-    """Every (problem set, B_problem) instance of a figure, PNG and PDF."""
+def get_study_figure_inputs(wildcards):
+    """What each per-study figure reads: the study's fits, plus evaluations where it draws them."""
+    study = study_of(wildcards)
+    inputs = {"fits": [study_fits(study)]}
+    if wildcards.figure in ("fig05_frontier", "fig10_joint_frontier"):
+        inputs["base"] = [f"results/evaluation/{study.problem_set}/base_model.parquet"]
+    if wildcards.figure == "fig12_train_pass_rates":
+        runs = sorted(study.runs(GRID), key=lambda p: (p.seed, p.n))
+        extremes = [runs[0], max(runs, key=lambda p: (p.n, -p.seed))]
+        inputs["pass_rates"] = run_files(extremes, "train_pass_rates.parquet")
+    return inputs
+
+
+def get_set_figure_inputs(wildcards):
+    """Per problem set: every fixed-B_problem study's fits (Fig. 7), every run (Fig. 9)."""
+    if wildcards.figure == "fig07_nstar_by_metric":
+        mine = [
+            s
+            for s in STUDIES
+            if s.problem_set == wildcards.problem_set and s.kind == "fixed_b_problem"
+        ]
+        return {"fits": [study_fits(s) for s in mine]}
+    runs = [p for p in GRID if p.problem_set == wildcards.problem_set]
+    return {"evals": run_files(runs, "evals.parquet")}
+
+
+def get_recommendation_fits(wildcards):
+    """The joint study where there is one, else the first fixed-B_problem study of the set."""
+    mine = [s for s in STUDIES if s.problem_set == wildcards.problem_set]
+    joint = [s for s in mine if s.kind == "joint"]
+    return study_fits((joint or [s for s in mine if s.kind == "fixed_b_problem"])[0])
+
+
+def figure_paths(figure):
+    """Every instance of a figure (one per study of its kind, or per problem set), PNG and PDF."""
+    kind = FIGURES[figure]
+    if kind == "set":
+        folders = [
+            problem_set
+            for problem_set in PROBLEM_SETS
+            if figure != "fig07_nstar_by_metric"
+            or any(
+                s.problem_set == problem_set and s.kind == "fixed_b_problem"
+                for s in STUDIES
+            )
+        ]
+    else:
+        folders = [f"{s.problem_set}/{s.name}" for s in STUDIES if s.kind == kind]
     return [
-        f"results/figures/{problem_set}/bp{b_problem}/{name}.{ext}"
-        for problem_set, b_problem in FIXED_B_PROBLEM
+        f"results/figures/{folder}/{figure}.{ext}"
+        for folder in folders
         for ext in ("png", "pdf")
     ]
 
 
+def recommendation_paths():
+    if not config["recommend"]["compute"]:
+        return []
+    with_fits = sorted(
+        {s.problem_set for s in STUDIES if s.kind in ("joint", "fixed_b_problem")}
+    )
+    return [f"results/recommendations/{p}.md" for p in with_fits]
+
+
 def get_study_outputs():
-    """The study's answers: every figure and the table of all evaluations."""
+    """The study's answers: every figure, the recommendations and the table of all evaluations."""
     return [
-        *figure_paths("fig05_frontier"),
-        *figure_paths("fig06_nstar"),
+        *(path for figure in FIGURES for path in figure_paths(figure)),
+        *recommendation_paths(),
         "results/evaluation/evals.csv",
     ]
 

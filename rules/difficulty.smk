@@ -14,11 +14,12 @@ rule score_difficulty:
     conda:
         "../envs/isocompute.yaml"
     threads: 1
+    resources:
+        **study_config.rule_resources(config, "score_difficulty"),
     params:
-        model=base_model_path,
-        samples=config["difficulty"]["samples"],
-        shards=config["difficulty"]["shards"],
-        sampling=study.sampling_spec(config),
+        pretrained=config["base_model"]["pretrained"],
+        difficulty=config["difficulty"],
+        sampling=config["sampling"],
         generation=config["generation"],
         seed=config["seed"],
     script:

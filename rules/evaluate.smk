@@ -12,10 +12,12 @@ rule evaluate_base_model:
     conda:
         "../envs/isocompute.yaml"
     threads: 1
+    resources:
+        **study_config.rule_resources(config, "evaluate_base_model"),
     params:
-        model=base_model_path,
+        pretrained=config["base_model"]["pretrained"],
         k=config["evaluation"]["k"],
-        sampling=study.sampling_spec(config),
+        sampling=config["sampling"],
         generation=config["generation"],
         seed=config["seed"],
     script:
@@ -38,10 +40,12 @@ rule evaluate_run:
     conda:
         "../envs/isocompute.yaml"
     threads: 1
+    resources:
+        **study_config.rule_resources(config, "evaluate_run"),
     params:
         point=point_of,
         evaluation=config["evaluation"],
-        sampling=study.sampling_spec(config),
+        sampling=config["sampling"],
         generation=config["generation"],
         seed=config["seed"],
     script:
@@ -50,7 +54,7 @@ rule evaluate_run:
 
 rule gather_evaluations:
     input:
-        evals=get_all_run_evals(),
+        evals=run_files(GRID, "evals.parquet"),
     output:
         table="results/evaluation/evals.csv",
     log:

@@ -1,58 +1,60 @@
-# Stage 8: the paper's figures, each its own target; `snakemake fig05_frontier` rebuilds only that one.
+# Stage 8: the paper's figures. Each is its own target (`snakemake fig05_frontier`) and reads only
+# evaluation tables and fits, so restyling one never retrains or refits anything.
 
 
-rule plot_frontier:
+rule plot_study_figure:
     input:
-        evals=get_fit_evals,
-        fits="results/fits/{problem_set}/bp{b_problem}/fits.json",
-        base="results/evaluation/{problem_set}/base_model.parquet",
+        unpack(get_study_figure_inputs),
     output:
         png=report(
-            "results/figures/{problem_set}/bp{b_problem}/fig05_frontier.png",
-            caption="../workflow/report/fig05_frontier.rst",
-            category="Compute-optimal frontier",
-            subcategory="{problem_set}",
+            "results/figures/{problem_set}/{study}/{figure}.png",
+            caption="../workflow/report/figure.rst",
+            category="{figure}",
+            subcategory="{problem_set} {study}",
         ),
-        pdf="results/figures/{problem_set}/bp{b_problem}/fig05_frontier.pdf",
+        pdf="results/figures/{problem_set}/{study}/{figure}.pdf",
     log:
-        "logs/plot_frontier/{problem_set}/bp{b_problem}.log",
+        "logs/plot_study_figure/{problem_set}/{study}/{figure}.log",
     conda:
         "../envs/isocompute.yaml"
     params:
-        style=study.figure_style(config),
+        figures=config["figures"],
+        metric=config["fits"]["metric"],
+        k=config["evaluation"]["k"],
     script:
-        "../workflow/scripts/plot_frontier.py"
+        "../workflow/scripts/plot_figure.py"
 
 
-rule plot_nstar:
+rule plot_set_figure:
     input:
-        fits="results/fits/{problem_set}/bp{b_problem}/fits.json",
+        unpack(get_set_figure_inputs),
     output:
         png=report(
-            "results/figures/{problem_set}/bp{b_problem}/fig06_nstar.png",
-            caption="../workflow/report/fig06_nstar.rst",
-            category="Compute-optimal n",
+            "results/figures/{problem_set}/{figure}.png",
+            caption="../workflow/report/figure.rst",
+            category="{figure}",
             subcategory="{problem_set}",
         ),
-        pdf="results/figures/{problem_set}/bp{b_problem}/fig06_nstar.pdf",
+        pdf="results/figures/{problem_set}/{figure}.pdf",
     log:
-        "logs/plot_nstar/{problem_set}/bp{b_problem}.log",
+        "logs/plot_set_figure/{problem_set}/{figure}.log",
     conda:
         "../envs/isocompute.yaml"
     params:
-        style=study.figure_style(config),
+        figures=config["figures"],
+        metric=config["fits"]["metric"],
+        k=config["evaluation"]["k"],
     script:
-        "../workflow/scripts/plot_nstar.py"
+        "../workflow/scripts/plot_figure.py"
 
 
-rule fig05_frontier:
-    input:
-        figure_paths("fig05_frontier"),
+for figure_name in FIGURES:
 
-
-rule fig06_nstar:
-    input:
-        figure_paths("fig06_nstar"),
+    rule:
+        name:
+            figure_name
+        input:
+            figure_paths(figure_name),
 
 
 rule write_results_index:

@@ -1,16 +1,43 @@
-# Stage 7: per-n sigmoid fits, the compute-optimal frontier and the n*(C) sigmoid, per fixed B_problem.
+# Stage 7: per-curve sigmoid fits, the compute-optimal frontier and the optimum's sigmoid, per study,
+# for avg@k, best@k and worst@k, with bootstrap intervals over validation problems.
 
 
-rule fit_frontier:
+rule fit_study:
     input:
-        evals=get_fit_evals,
+        unpack(get_study_fit_inputs),
     output:
-        fits="results/fits/{problem_set}/bp{b_problem}/fits.json",
+        fits="results/fits/{problem_set}/{study}/fits.json",
     log:
-        "logs/fit_frontier/{problem_set}/bp{b_problem}.log",
+        "logs/fit_study/{problem_set}/{study}.log",
+    benchmark:
+        "benchmarks/fit_study/{problem_set}/{study}.tsv"
     conda:
         "../envs/isocompute.yaml"
     params:
+        study=study_of,
         fits=config["fits"],
+        k=config["evaluation"]["k"],
+        recipe={
+            "lr_base": config["training"]["lr_base"],
+            "lr_batch_ref": config["training"]["lr_batch_ref"],
+        },
+        seed=config["seed"],
     script:
-        "../workflow/scripts/fit_frontier.py"
+        "../workflow/scripts/fit_study.py"
+
+
+rule recommend_allocation:
+    input:
+        fits=get_recommendation_fits,
+    output:
+        advice="results/recommendations/{problem_set}.md",
+        table="results/recommendations/{problem_set}.json",
+    log:
+        "logs/recommend_allocation/{problem_set}.log",
+    conda:
+        "../envs/isocompute.yaml"
+    params:
+        compute=config["recommend"]["compute"],
+        metric=config["fits"]["metric"],
+    script:
+        "../workflow/scripts/recommend_allocation.py"

@@ -20,7 +20,7 @@ rule build_problem_sets:
     conda:
         "../envs/isocompute.yaml"
     params:
-        specs=study.problem_set_specs(config),
+        settings=config_slice("problem_sets"),
         seed=config["seed"],
     script:
         "../workflow/scripts/build_problem_sets.py"

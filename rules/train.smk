@@ -15,11 +15,12 @@ rule train_grpo:
     conda:
         "../envs/isocompute.yaml"
     threads: 1
+    resources:
+        **study_config.rule_resources(config, "train_grpo"),
     params:
-        model=base_model_path,
+        pretrained=config["base_model"]["pretrained"],
         point=point_of,
-        spec=study.training_spec(config),
-        recipe=lambda wildcards: study.recipe_of(config, wildcards.problem_set),
+        settings=config_slice("training", "sampling", "recipes", "problem_sets"),
         run_dir=lambda wildcards, output: os.path.dirname(output.checkpoints),
     script:
         "../workflow/scripts/train_grpo.py"

@@ -32,7 +32,7 @@ def test_default_config_is_valid() -> None:
 @pytest.mark.parametrize(
     ("path", "value", "message"),
     [
-        ("grid.0.n", [2, 10000], r"grid\[0\]: b_problem=8 \* n=10000 = 80000 exceeds problem_sets\.easy\.max_batch"),
+        ("grid.0.n", [2, 10000], r"grid\[0\]: b_problem=16 \* n=10000 = 160000 exceeds problem_sets\.easy\.max_batch"),
         ("grid.0.problem_sets", ["medium"], r"grid\[0\]\.problem_sets names 'medium'"),
         ("problems.synthetic_addition.size", 900, r"problems\.synthetic_addition\.size=900 is smaller than"),
         ("problem_sets.easy.recipe", "missing", r"problem_sets\.easy\.recipe='missing' is not a key of recipes"),

@@ -6,14 +6,16 @@ import pytest
 
 from isocompute.fitting import (
     FitFailure,
-    NStarFit,
+    OptimumFit,
     RewardFit,
-    fit_nstar,
+    fit_optimum,
     fit_reward,
     fit_study,
     frontier,
-    nstar_curve,
+    optimum_curve,
+    record_breaking,
     reward_curve,
+    reward_fit_from_json,
 )
 
 COMPUTE = np.geomspace(1e3, 1e7, 13)
@@ -55,35 +57,50 @@ def test_too_few_points_and_flat_curves_are_recorded_not_dropped() -> None:
 
 
 def test_frontier_picks_the_right_n_where_curves_cross() -> None:
-    fits = {n: RewardFit(*params, rmse=0.0, num_points=13) for n, params in CURVES.items()}
-    envelope = frontier(fits, COMPUTE)
-    assert envelope["n_star"].iloc[0] == 8
-    assert envelope["n_star"].iloc[-1] == 128
-    assert envelope["n_star"].is_monotonic_increasing
+    fits = {(n,): RewardFit(*params, rmse=0.0, num_points=13) for n, params in CURVES.items()}
+    envelope = frontier(fits, COMPUTE, ["n"])
+    assert envelope["n"].iloc[0] == 8
+    assert envelope["n"].iloc[-1] == 128
+    assert envelope["n"].is_monotonic_increasing
     for c, reward in zip(envelope["compute"], envelope["reward"]):
         assert reward == pytest.approx(max(fit(c) for fit in fits.values()))
 
 
 def test_frontier_ties_go_to_the_smaller_n_and_single_curves_work() -> None:
     same = RewardFit(0.1, 0.5, 4.0, 1.0, 0.0, 5)
-    assert set(frontier({16: same, 4: same}, COMPUTE)["n_star"]) == {4}
-    assert set(frontier({64: same}, COMPUTE)["n_star"]) == {64}
-    assert frontier({}, COMPUTE).empty
+    assert set(frontier({(16,): same, (4,): same}, COMPUTE, ["n"])["n"]) == {4}
+    assert set(frontier({(64,): same}, COMPUTE, ["n"])["n"]) == {64}
+    assert frontier({}, COMPUTE, ["n"]).empty
+
+
+def test_joint_frontier_reports_the_pair() -> None:
+    fits = {(32, 8): RewardFit(0.3, 0.5, 3.5, 1.5, 0, 9), (8, 128): RewardFit(0.3, 0.7, 5.5, 1.5, 0, 9)}
+    envelope = frontier(fits, COMPUTE, ["b_problem", "n"])
+    assert envelope[["b_problem", "n"]].iloc[0].tolist() == [32, 8]
+    assert envelope[["b_problem", "n"]].iloc[-1].tolist() == [8, 128]
 
 
 def test_nstar_sigmoid_recovers_paper_scale_parameters() -> None:
     # The study's Easy, B_problem = 32 fit: L = 6.09, k = 4.75, log10 C0 = 5.84, b = 2.73.
     x = np.linspace(4.0, 7.5, 40)
-    y = nstar_curve(x, 6.09, 4.75, 5.84, 2.73) + np.random.default_rng(2).normal(0, 0.1, len(x))
-    fit = fit_nstar(10**x, 2**y)
-    assert isinstance(fit, NStarFit)
+    y = optimum_curve(x, 6.09, 4.75, 5.84, 2.73) + np.random.default_rng(2).normal(0, 0.1, len(x))
+    fit = fit_optimum(10**x, 2**y)
+    assert isinstance(fit, OptimumFit)
     assert fit.log10_c0 == pytest.approx(5.84, abs=0.15)
     assert fit.L == pytest.approx(6.09, abs=0.6)
     assert fit.b == pytest.approx(2.73, abs=0.4)
 
 
+def test_inverse_sigmoid_of_b_problem_star() -> None:
+    x = np.linspace(1.0, 3.5, 30)
+    y = optimum_curve(x, -4.0, 5.0, 2.0, 8.0)
+    fit = fit_optimum(10**x, 2**y)
+    assert isinstance(fit, OptimumFit) and fit.L == pytest.approx(-4.0, abs=0.2)
+    assert fit.log10_c0 == pytest.approx(2.0, abs=0.15)
+
+
 def test_constant_nstar_is_a_recorded_failure() -> None:
-    fit = fit_nstar(COMPUTE, np.full(len(COMPUTE), 16))
+    fit = fit_optimum(COMPUTE, np.full(len(COMPUTE), 16))
     assert isinstance(fit, FitFailure) and "16" in fit.reason
 
 
@@ -91,20 +108,35 @@ def test_constant_nstar_is_a_recorded_failure() -> None:
 def test_study_fit_recovers_nstar_within_one_grid_step(seed: int) -> None:
     evals = synthetic_evals(CURVES, noise=0.004, seed=seed)
     result = fit_study(evals, "avg@4", "compute_rollouts", min_compute=0, frontier_points=60)
-    truth = frontier({n: RewardFit(*p, rmse=0.0, num_points=13) for n, p in CURVES.items()}, COMPUTE)
+    truth = frontier({(n,): RewardFit(*p, rmse=0.0, num_points=13) for n, p in CURVES.items()}, COMPUTE, ["n"])
     fitted = frontier(
-        {int(n): RewardFit(**{k: v for k, v in c.items() if k != "ok"}) for n, c in result["curves"].items()},
+        {(c["key"]["n"],): reward_fit_from_json(c) for c in result["curves"]},
         COMPUTE,
+        ["n"],
     )
     grid = sorted(CURVES)
-    steps = [abs(grid.index(a) - grid.index(b)) for a, b in zip(truth["n_star"], fitted["n_star"])]
+    steps = [abs(grid.index(a) - grid.index(b)) for a, b in zip(truth["n"], fitted["n"])]
     assert max(steps) <= 1
-    assert result["nstar_at_max_compute"] == 128
-    assert result["nstar_fit"]["ok"]
+    assert result["optimum_at_max_compute"] == {"n": 128}
+    assert result["optimum"]["n"]["ok"]
 
 
 def test_study_fit_averages_seeds_at_each_step() -> None:
     evals = synthetic_evals({8: CURVES[8]}, noise=0.0, seed=0)
     shifted = evals.assign(**{"avg@4": evals["avg@4"] + 0.02})
-    result = fit_study(pd.concat([evals, shifted]), "avg@4", "compute_rollouts", 0, 20)
-    assert result["curves"]["8"]["a"] == pytest.approx(CURVES[8][1] + 0.01, abs=0.01)
+    result = fit_study(pd.concat([evals, shifted]), "avg@4", "compute_rollouts", ["n"], 0, 20)
+    assert result["curves"][0]["a"] == pytest.approx(CURVES[8][1] + 0.01, abs=0.01)
+
+
+def test_record_breaking_keeps_first_entries_into_new_bins() -> None:
+    compute = np.array([1, 2, 3, 4, 5, 6])
+    reward = np.array([0.10, 0.105, 0.13, 0.12, 0.131, 0.2])
+    assert record_breaking(compute, reward, 0.01).tolist() == [True, False, True, False, False, True]
+    assert record_breaking(compute[::-1], reward[::-1], 0.01).tolist() == [True, False, False, True, False, True]
+
+
+def test_record_breaking_points_are_selectable() -> None:
+    evals = synthetic_evals({8: CURVES[8]}, noise=0.01, seed=4)
+    every = fit_study(evals, "avg@4", "compute_rollouts", points="all")
+    records = fit_study(evals, "avg@4", "compute_rollouts", points="record_breaking", record_bin=0.02)
+    assert records["curves"][0]["num_points"] < every["curves"][0]["num_points"] == 13

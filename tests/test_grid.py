@@ -62,3 +62,22 @@ def test_checkpoints_below_one_step_collapse_to_step_one() -> None:
 def test_bad_compute_range_is_an_error() -> None:
     with pytest.raises(GridError):
         checkpoint_steps(batch=8, compute_min=100, compute_max=10, points=3)
+
+
+def test_fixed_batch_blocks_derive_b_problem() -> None:
+    blocks = [{"problem_sets": ["easy"], "batch": [128], "n": [2, 8, 32], "seeds": [0]}]
+    points = expand_grid(blocks, LIMITS)
+    assert [(p.b_problem, p.n) for p in points] == [(4, 32), (16, 8), (64, 2)]
+
+
+@pytest.mark.parametrize(
+    ("block", "message"),
+    [
+        ({"batch": [100], "n": [8]}, r"grid\[0\]: batch=100 is not divisible by n=8"),
+        ({"batch": [128], "b_problem": [4], "n": [8]}, r"grid\[0\] needs exactly one of b_problem or batch"),
+        ({"n": [8]}, r"grid\[0\] needs exactly one of b_problem or batch"),
+    ],
+)
+def test_bad_blocks_name_the_key(block: dict, message: str) -> None:
+    with pytest.raises(GridError, match=message):
+        expand_grid([{"problem_sets": ["easy"], "seeds": [0], **block}], LIMITS)

@@ -1,5 +1,8 @@
 """From the validated config to the typed specs the library takes, with the checks a schema cannot make.
 
+Rules hand scripts plain slices of the config (Snakemake tracks only plain values as params, so a changed
+setting reruns exactly the jobs that read it), and scripts turn them into specs with these functions.
+
 The JSON schema catches unknown keys and wrong types; `check_config` catches what needs two keys at once
 (a grid point over its set's batch limit, a recipe that does not exist, a pool too small for the sets
 asked), so a bad study stops before any job runs, with the key named.
@@ -16,6 +19,7 @@ import yaml
 
 from isocompute.grid import GridError, GridPoint, expand_grid
 from isocompute.specs import BaseModelSpec, FigureStyle, ProblemSetSpec, Recipe, SamplingSpec, TrainingSpec
+from isocompute.studies import Study, StudyError, configured_studies
 
 Config = Mapping[str, Any]
 
@@ -37,12 +41,13 @@ def validate_config(config: Config, schema_path: str | Path) -> None:
         raise ConfigError("invalid config:\n  " + "\n  ".join(lines))
 
 
-def sampling_spec(config: Config) -> SamplingSpec:
-    sampling = config["sampling"]
+def sampling_spec(sampling: Mapping[str, Any]) -> SamplingSpec:
+    """From the `sampling` block."""
     return SamplingSpec(float(sampling["temperature"]), float(sampling["top_p"]), int(sampling["max_new_tokens"]))
 
 
 def base_model_spec(config: Config) -> BaseModelSpec:
+    """From `base_model.builtin` and the synthetic task's digit range."""
     task = config["problems"]["synthetic_addition"]
     return BaseModelSpec(
         **config["base_model"]["builtin"], min_digits=task["min_digits"], max_digits=task["max_digits"]
@@ -71,12 +76,22 @@ def training_spec(config: Config) -> TrainingSpec:
         compute_max=int(training["compute_max"]),
         checkpoint_points=int(training["checkpoint_points"]),
         loss_type=str(training["loss_type"]),
-        sampling=sampling_spec(config),
+        sampling=sampling_spec(config["sampling"]),
     )
 
 
-def figure_style(config: Config) -> FigureStyle:
-    return FigureStyle(**config["figures"])
+def figure_style(figures: Mapping[str, Any]) -> FigureStyle:
+    """From the `figures` block."""
+    return FigureStyle(**figures)
+
+
+def rule_resources(config: Config, rule: str) -> dict[str, Any]:
+    """A rule's cluster resources: `resources.default` overridden by `resources.<rule>`, unset keys dropped.
+
+    A GPU count of 0 is dropped too, so CPU rules never ask SLURM for `--gpus=0`.
+    """
+    merged = {**config["resources"]["default"], **config["resources"].get(rule, {})}
+    return {key: value for key, value in merged.items() if value is not None and not (key == "gpu" and value == 0)}
 
 
 def grid_points(config: Config) -> list[GridPoint]:
@@ -130,4 +145,14 @@ def check_config(config: Config) -> list[GridPoint]:
     metric_k = int(config["fits"]["metric"].split("@")[1])
     if metric_k != config["evaluation"]["k"]:
         raise ConfigError(f"fits.metric={config['fits']['metric']!r} needs evaluation.k={metric_k}")
-    return grid_points(config)
+    points = grid_points(config)
+    studies_of(config, points)
+    return points
+
+
+def studies_of(config: Config, points: list[GridPoint]) -> list[Study]:
+    """The configured studies on the grid's runs."""
+    try:
+        return configured_studies(config.get("studies", {}), points)
+    except StudyError as error:
+        raise ConfigError(str(error)) from None

@@ -1,12 +1,13 @@
-"""The study's figures: reward vs compute per n with the frontier (paper Fig. 5) and n*(C) (Fig. 6).
+"""The study's figures, each reproducing one of the paper's, drawn from evaluation tables and fits only.
 
-Figures read only the evaluation tables and the fits' JSON, so restyling a figure never retrains or
-refits anything.
+Figures never train or fit: restyling one reruns only its rule. `render` maps a figure's name to its
+drawing function and the files it reads, which is how one Snakemake rule serves every figure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,85 +20,205 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from isocompute.fitting import FitFailure, curve_points, nstar_fit_from_json, reward_fit_from_json  # noqa: E402
+from isocompute.fitting import FitFailure, optimum_fit_from_json, reward_fit_from_json  # noqa: E402
+from isocompute.metrics import metric_names  # noqa: E402
 from isocompute.specs import FigureStyle  # noqa: E402
 
-COMPUTE_LABELS = {"compute_rollouts": "sampling compute C (rollouts)", "compute_tokens": "sampling compute C (tokens)"}
+AXIS_LABELS = {
+    "compute_rollouts": "sampling compute C (rollouts)",
+    "compute_tokens": "sampling compute C (tokens)",
+    "step": "optimizer steps M",
+    "n": "n*",
+    "b_problem": "B_problem*",
+}
 
 
-def _n_colours(values: list[int], palette: str) -> dict[int, Any]:
-    colours = sns.color_palette(palette, len(values))
-    return dict(zip(sorted(values), colours))
+def _key_label(key: Mapping[str, int]) -> str:
+    return ", ".join(f"{'B_problem' if k == 'b_problem' else k} = {v}" for k, v in key.items())
 
 
-def _save(fig: plt.Figure, paths: list[str], dpi: int) -> None:
+def _key_tuple(key: Mapping[str, int], by: Sequence[str]) -> tuple[int, ...]:
+    return tuple(int(key[column]) for column in by)
+
+
+def _figure(style: FigureStyle, panels: int = 1) -> tuple[plt.Figure, list[plt.Axes]]:
+    sns.set_theme(context=style.context, style="whitegrid")
+    fig, axes = plt.subplots(1, panels, figsize=(style.width * (1 if panels == 1 else 0.75 * panels), style.height))
+    return fig, list(np.atleast_1d(axes))
+
+
+def _save(fig: plt.Figure, paths: Sequence[str], dpi: int) -> None:
     for path in paths:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=dpi, bbox_inches="tight")
     plt.close(fig)
 
 
-def plot_frontier(
-    evals: pd.DataFrame,
-    fits: Mapping[str, Any],
-    base_reward: float | None,
-    title: str,
-    style: FigureStyle,
-    paths: list[str],
-) -> None:
-    """Fig. 5: measured points and fitted sigmoid per n, the frontier drawn over them coloured by n*."""
-    sns.set_theme(context=style.context, style="whitegrid")
-    metric, compute = fits["metric"], fits["compute"]
-    points = curve_points(evals, metric, compute)
-    n_values = sorted(int(n) for n in points["n"].unique())
-    colours = _n_colours(n_values, style.palette)
-    fig, ax = plt.subplots(figsize=(style.width, style.height))
-    grid = np.geomspace(points[compute].min(), points[compute].max(), 200)
-    for n in n_values:
-        group = points[points["n"] == n]
-        ax.scatter(group[compute], group[metric], color=colours[n], s=22, alpha=0.8)
-        fit = reward_fit_from_json(fits["curves"][str(n)])
-        label = f"n = {n}" if not isinstance(fit, FitFailure) else f"n = {n} (no fit: {fit.reason})"
-        if isinstance(fit, FitFailure):
-            ax.plot(group[compute], group[metric], color=colours[n], lw=0.8, ls=":", label=label)
+def plot_frontier(fit: Mapping[str, Any], base_reward: float | None, title: str, style: FigureStyle, paths: Sequence[str]) -> None:
+    """Figs. 5 and 10: measured points and the fitted sigmoid per curve, the frontier coloured by its curve."""
+    metric, compute, by = fit["metric"], fit["compute"], fit["by"]
+    measured = pd.DataFrame(fit["measured"])
+    keys = sorted(_key_tuple(c["key"], by) for c in fit["curves"])
+    colours = dict(zip(keys, sns.color_palette(style.palette, len(keys))))
+    fig, (ax,) = _figure(style)
+    if len(measured):
+        grid = np.geomspace(measured.loc[measured[compute] > 0, compute].min(), measured[compute].max(), 200)
+    for curve in fit["curves"]:
+        key = _key_tuple(curve["key"], by)
+        points = measured.loc[(measured[by] == pd.Series(curve["key"])).all(axis=1)]
+        ax.scatter(points[compute], points[metric], color=colours[key], s=20, alpha=0.8)
+        model = reward_fit_from_json(curve)
+        if isinstance(model, FitFailure):
+            ax.plot(points[compute], points[metric], color=colours[key], lw=0.8, ls=":",
+                    label=f"{_key_label(curve['key'])} (no fit: {model.reason})")  # fmt: skip
         else:
-            ax.plot(grid, fit(grid), color=colours[n], lw=1.4, alpha=0.7, label=label)
-    envelope = pd.DataFrame(fits["frontier"])
+            ax.plot(grid, model(grid), color=colours[key], lw=1.3, alpha=0.7, label=_key_label(curve["key"]))
+    envelope = pd.DataFrame(fit["frontier"])
     if len(envelope):
-        for n, segment in envelope.groupby((envelope["n_star"] != envelope["n_star"].shift()).cumsum()):
-            n_star = int(segment["n_star"].iloc[0])
-            ax.plot(segment["compute"], segment["reward"], color=colours.get(n_star, "black"), lw=4, alpha=0.9, solid_capstyle="round")
-        ax.plot([], [], color="grey", lw=4, label="frontier (coloured by n*)")
+        if "reward_low" in envelope:
+            ax.fill_between(envelope["compute"], envelope["reward_low"], envelope["reward_high"], color="grey", alpha=0.2,
+                            label="frontier 95 % band (bootstrap)")  # fmt: skip
+        segment_id = (envelope[by] != envelope[by].shift()).any(axis=1).cumsum()
+        for _, segment in envelope.groupby(segment_id):
+            key = tuple(int(v) for v in segment[by].iloc[0])
+            ax.plot(segment["compute"], segment["reward"], color=colours[key], lw=4, alpha=0.9, solid_capstyle="round")
+            if len(by) > 1:
+                middle = segment.iloc[len(segment) // 2]
+                ax.annotate(f"({key[0]}, {key[1]})", (middle["compute"], middle["reward"]), textcoords="offset points",
+                            xytext=(0, 8), ha="center", fontsize="x-small")  # fmt: skip
+        ax.plot([], [], color="grey", lw=4, label="frontier (coloured by its curve)")
     if base_reward is not None:
         ax.axhline(base_reward, color="black", ls="--", lw=1, label=f"base model ({base_reward:.3f})")
     ax.set_xscale("log")
-    ax.set_xlabel(COMPUTE_LABELS[compute])
+    ax.set_xlabel(AXIS_LABELS[compute])
     ax.set_ylabel(f"validation {metric}")
     ax.set_title(title)
-    ax.legend(fontsize="small", frameon=True)
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     _save(fig, paths, style.dpi)
 
 
-def plot_nstar(fits: Mapping[str, Any], title: str, style: FigureStyle, paths: list[str]) -> None:
-    """Fig. 6: n* along the frontier against compute, log-log, with the fitted sigmoid and its parameters."""
-    sns.set_theme(context=style.context, style="whitegrid")
-    envelope = pd.DataFrame(fits["frontier"])
-    fig, ax = plt.subplots(figsize=(style.width, style.height))
+def _optimum_panel(ax: plt.Axes, fit: Mapping[str, Any], column: str) -> None:
+    """One optimum (n* or B_problem*) along the frontier, log-log, with its sigmoid and interval."""
+    envelope = pd.DataFrame(fit["frontier"])
+    values = sorted({int(c["key"][column]) for c in fit["curves"]})
     if len(envelope):
-        ax.scatter(envelope["compute"], envelope["n_star"], color="tab:blue", s=18, label="n* on the frontier")
-        fit = nstar_fit_from_json(fits["nstar_fit"])
-        if isinstance(fit, FitFailure):
-            ax.text(0.03, 0.95, f"no sigmoid fit: {fit.reason}", transform=ax.transAxes, va="top", fontsize="small")
+        ax.scatter(envelope["compute"], envelope[column], color="tab:blue", s=16, label=f"{AXIS_LABELS[column]} on the frontier")
+        model = optimum_fit_from_json(fit["optimum"][column])
+        if isinstance(model, FitFailure):
+            ax.plot([], [], " ", label=f"no sigmoid fit: {model.reason}")
         else:
             grid = np.geomspace(envelope["compute"].min(), envelope["compute"].max(), 200)
-            label = (
-                f"log2 n* = {fit.L:.2f} / (1 + exp(-{fit.k:.2f} (log10 C - {fit.log10_c0:.2f}))) + {fit.b:.2f}"
-            )
-            ax.plot(grid, fit(grid), color="tab:red", lw=1.8, label=label)
+            interval = fit["optimum"][column].get("intervals", {}).get("log10_c0")
+            extra = f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
+            label = (f"log2 {AXIS_LABELS[column]} = {model.L:.2f} / (1 + exp(-{model.k:.2f} (log10 C - "
+                     f"{model.log10_c0:.2f}{extra}))) + {model.b:.2f}")  # fmt: skip
+            ax.plot(grid, model(grid), color="tab:red", lw=1.8, label=label)
         ax.set_xscale("log")
-        ax.set_yscale("log", base=2)
-    ax.set_xlabel(COMPUTE_LABELS[fits["compute"]])
-    ax.set_ylabel("compute-optimal n*")
-    ax.set_title(title)
-    ax.legend(fontsize="small", loc="lower right")
+    ax.set_yscale("log", base=2)
+    if values:
+        ax.set_yticks(values, [str(v) for v in values])
+        ax.set_ylim(min(values) / 1.4, max(values) * 1.4)
+    ax.set_xlabel(AXIS_LABELS[fit["compute"]])
+    ax.set_ylabel(f"compute-optimal {AXIS_LABELS[column]}")
+    ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
+
+
+def plot_optimum(fits: Sequence[Mapping[str, Any]], columns: Sequence[str], title: str, style: FigureStyle, paths: Sequence[str]) -> None:
+    """Figs. 6, 8, 11 and 23: the optimum along the frontier, one panel per (fit, column)."""
+    panels = [(fit, column) for fit in fits for column in columns]
+    fig, axes = _figure(style, len(panels))
+    for ax, (fit, column) in zip(axes, panels):
+        _optimum_panel(ax, fit, column)
+    fig.suptitle(title)
     _save(fig, paths, style.dpi)
+
+
+def plot_optimum_by_metric(studies: Sequence[Mapping[str, Any]], k: int, title: str, style: FigureStyle, paths: Sequence[str]) -> None:
+    """Fig. 7: n* at the largest compute, per metric (avg, best, worst@k) and fixed B_problem."""
+    rows = []
+    for study in studies:
+        for metric in metric_names(k):
+            fit = study["fits"][metric]["compute_rollouts"]
+            at_max = fit["optimum_at_max_compute"]
+            rows.append({"b_problem": study["study"]["fixed"]["b_problem"], "metric": metric,
+                         "n_star": at_max["n"] if at_max else np.nan})  # fmt: skip
+    table = pd.DataFrame(rows)
+    fig, (ax,) = _figure(style)
+    sns.barplot(table, x="b_problem", y="n_star", hue="metric", palette=style.palette, ax=ax)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("B_problem")
+    ax.set_ylabel("n* at the largest compute")
+    ax.set_title(title)
+    _save(fig, paths, style.dpi)
+
+
+def plot_sensitivity(evals: pd.DataFrame, metric: str, title: str, style: FigureStyle, paths: Sequence[str]) -> None:
+    """Fig. 9: reward at the final compute against B_problem at fixed n, and against n at fixed B_problem."""
+    final = evals.loc[evals.groupby("run")["compute_rollouts"].transform("max") == evals["compute_rollouts"]]
+    final = final.groupby(["b_problem", "n"], as_index=False)[metric].mean()
+    fig, (left, right) = _figure(style, 2)
+    for ax, x, hue in ((left, "b_problem", "n"), (right, "n", "b_problem")):
+        shared = final.groupby(hue).filter(lambda group: len(group) > 1)
+        if len(shared):
+            sns.lineplot(shared, x=x, y=metric, hue=hue, marker="o", palette=style.palette, ax=ax)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("B_problem" if x == "b_problem" else "n")
+        ax.set_ylabel(f"validation {metric} at the final compute")
+        ax.set_title(f"fixed {'n' if hue == 'n' else 'B_problem'}")
+    fig.suptitle(title)
+    _save(fig, paths, style.dpi)
+
+
+def plot_train_pass_rates(rates: Sequence[pd.DataFrame], title: str, style: FigureStyle, paths: Sequence[str]) -> None:
+    """Fig. 12: the training set's pass-rate distribution over training, one row per n."""
+    columns = 3
+    sns.set_theme(context=style.context, style="whitegrid")
+    fig, axes = plt.subplots(len(rates), columns, figsize=(style.width * 1.2, style.height * 0.6 * len(rates)), squeeze=False)
+    bins = np.linspace(0, 1, 11)
+    for row, table in zip(axes, rates):
+        steps = sorted(table["step"].unique())
+        chosen = [steps[0], steps[len(steps) // 2], steps[-1]]
+        for ax, step in zip(row, chosen):
+            at = table[table["step"] == step]
+            ax.hist(at["pass_rate"], bins=bins, color="tab:blue", alpha=0.8)
+            ax.set_title(f"n = {at['n'].iloc[0]}, C = {at['compute_rollouts'].iloc[0]:.3g}", fontsize="small")
+            ax.set_xlabel("training pass rate")
+        row[0].set_ylabel("problems")
+    fig.suptitle(title)
+    _save(fig, paths, style.dpi)
+
+
+def _read_json(path: str) -> dict[str, Any]:
+    return json.loads(Path(path).read_text())
+
+
+def _concat(paths: Sequence[str]) -> pd.DataFrame:
+    return pd.concat([pd.read_parquet(path) for path in paths], ignore_index=True)
+
+
+def _headline(study: Mapping[str, Any], metric: str, compute: str | None = None) -> Mapping[str, Any]:
+    return study["fits"][metric][compute or study["headline"]["compute"]]
+
+
+def render(figure: str, inputs: Mapping[str, Sequence[str]], title: str, metric: str, k: int, style: FigureStyle, paths: Sequence[str]) -> None:
+    """Draw `figure` from the files in `inputs` (keys as the figure rule names them)."""
+    drawers: dict[str, Callable[[], None]] = {
+        "fig05_frontier": lambda: plot_frontier(_headline(_read_json(inputs["fits"][0]), metric), _base(inputs, metric), title, style, paths),
+        "fig06_nstar": lambda: plot_optimum([_headline(_read_json(inputs["fits"][0]), metric)], ["n"], title, style, paths),
+        "fig07_nstar_by_metric": lambda: plot_optimum_by_metric([_read_json(p) for p in inputs["fits"]], k, title, style, paths),
+        "fig08_fixed_batch_optimum": lambda: plot_optimum([_headline(_read_json(inputs["fits"][0]), metric)], ["n", "b_problem"], title, style, paths),
+        "fig09_sensitivity": lambda: plot_sensitivity(_concat(inputs["evals"]), metric, title, style, paths),
+        "fig10_joint_frontier": lambda: plot_frontier(_headline(_read_json(inputs["fits"][0]), metric), _base(inputs, metric), title, style, paths),
+        "fig11_joint_optimum": lambda: plot_optimum([_headline(_read_json(inputs["fits"][0]), metric)], ["n", "b_problem"], title, style, paths),
+        "fig12_train_pass_rates": lambda: plot_train_pass_rates([pd.read_parquet(p) for p in inputs["pass_rates"]], title, style, paths),
+        "fig23_token_compute": lambda: plot_optimum(
+            [_headline(_read_json(inputs["fits"][0]), metric, c) for c in ("compute_rollouts", "compute_tokens")], ["n"], title, style, paths
+        ),
+    }
+    if figure not in drawers:
+        raise ValueError(f"unknown figure {figure!r}; known: {sorted(drawers)}")
+    drawers[figure]()
+
+
+def _base(inputs: Mapping[str, Sequence[str]], metric: str) -> float:
+    return float(pd.read_parquet(inputs["base"][0])[metric].iloc[0])

@@ -43,24 +43,39 @@ class GridPoint:
 def expand_grid(blocks: Sequence[Mapping[str, Any]], max_batch: Mapping[str, int]) -> list[GridPoint]:
     """Union of the blocks' products, deduplicated, so a point shared by two studies trains once.
 
-    Each block names `problem_sets`, `b_problem`, `n` and `seeds`; a point whose B_problem * n exceeds its
-    problem set's `max_batch` is an error rather than silently dropped.
+    Each block names `problem_sets`, `n`, `seeds` and either `b_problem` (a list) or `batch` (fixed
+    B = b_problem * n, so b_problem = batch / n). A point whose B_problem * n exceeds its problem set's
+    `max_batch` is an error rather than silently dropped.
     """
     points: set[GridPoint] = set()
     for index, block in enumerate(blocks):
+        pairs = _block_pairs(block, index)
         for problem_set in block["problem_sets"]:
             if problem_set not in max_batch:
                 raise GridError(f"grid[{index}].problem_sets names {problem_set!r}, not a key of problem_sets")
-            for b_problem in block["b_problem"]:
-                for n in block["n"]:
-                    if b_problem * n > max_batch[problem_set]:
-                        raise GridError(
-                            f"grid[{index}]: b_problem={b_problem} * n={n} = {b_problem * n} exceeds "
-                            f"problem_sets.{problem_set}.max_batch={max_batch[problem_set]}"
-                        )
-                    for seed in block["seeds"]:
-                        points.add(GridPoint(problem_set, int(b_problem), int(n), int(seed)))
+            for b_problem, n in pairs:
+                if b_problem * n > max_batch[problem_set]:
+                    raise GridError(
+                        f"grid[{index}]: b_problem={b_problem} * n={n} = {b_problem * n} exceeds "
+                        f"problem_sets.{problem_set}.max_batch={max_batch[problem_set]}"
+                    )
+                points.update(GridPoint(problem_set, b_problem, n, int(seed)) for seed in block["seeds"])
     return sorted(points)
+
+
+def _block_pairs(block: Mapping[str, Any], index: int) -> list[tuple[int, int]]:
+    """The (b_problem, n) pairs of one grid block."""
+    if ("b_problem" in block) == ("batch" in block):
+        raise GridError(f"grid[{index}] needs exactly one of b_problem or batch")
+    if "b_problem" in block:
+        return [(int(b), int(n)) for b in block["b_problem"] for n in block["n"]]
+    pairs = []
+    for batch in block["batch"]:
+        for n in block["n"]:
+            if batch % n:
+                raise GridError(f"grid[{index}]: batch={batch} is not divisible by n={n}")
+            pairs.append((batch // n, int(n)))
+    return pairs
 
 
 def learning_rate(batch: int, lr_base: float, batch_ref: int) -> float:

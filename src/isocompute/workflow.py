@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 
 def start_job(log_path: str) -> TextIO:
@@ -22,3 +22,8 @@ def start_job(log_path: str) -> TextIO:
     logging.basicConfig(stream=handle, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     torch.set_num_threads(1)
     return handle
+
+
+def base_model_of(snakemake: Any) -> str:
+    """The model a job loads: the pipeline's own (its `model` input) or the configured path or hub id."""
+    return snakemake.input.model[0] if snakemake.input.model else snakemake.params.pretrained

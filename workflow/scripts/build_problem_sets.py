@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from isocompute.config import problem_set_specs
 from isocompute.difficulty import bucket_counts, build_problem_sets, select
 from isocompute.problems import write_table
 from isocompute.workflow import start_job
@@ -13,7 +14,7 @@ from isocompute.workflow import start_job
 start_job(snakemake.log[0])
 pool = pd.read_parquet(snakemake.input.pool)
 difficulty = pd.read_parquet(snakemake.input.difficulty)
-specs = snakemake.params.specs
+specs = problem_set_specs(snakemake.params.settings)
 sets = build_problem_sets(difficulty, specs, snakemake.params.seed)
 for spec in specs:
     for part in ("train", "val"):

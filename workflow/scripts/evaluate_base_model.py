@@ -4,14 +4,15 @@ import logging
 
 import pandas as pd
 
+from isocompute.config import sampling_spec
 from isocompute.evaluation import per_problem_counts, summary_row
 from isocompute.generation import make_sampler
 from isocompute.problems import write_table
-from isocompute.workflow import start_job
+from isocompute.workflow import base_model_of, start_job
 
 start_job(snakemake.log[0])
 generation = snakemake.params.generation
-sampler = make_sampler(generation, snakemake.params.model, snakemake.params.sampling, snakemake.params.seed)
+sampler = make_sampler(generation, base_model_of(snakemake), sampling_spec(snakemake.params.sampling), snakemake.params.seed)
 k = snakemake.params.k
 row = summary_row(per_problem_counts(sampler, pd.read_parquet(snakemake.input.val), k), k)
 write_table(pd.DataFrame([{"problem_set": snakemake.wildcards.problem_set, "step": 0, **row}]), snakemake.output.evals)

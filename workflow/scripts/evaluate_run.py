@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from isocompute.config import sampling_spec
 from isocompute.evaluation import evaluate_checkpoints
 from isocompute.generation import make_sampler
 from isocompute.problems import write_table
@@ -17,7 +18,7 @@ generation = snakemake.params.generation
 train = pd.read_parquet(snakemake.input.train)
 train_sample = train.sample(n=evaluation["train_sample_size"], random_state=snakemake.params.seed)
 evals, val_counts, train_rates = evaluate_checkpoints(
-    lambda path: make_sampler(generation, path, snakemake.params.sampling, snakemake.params.seed),
+    lambda path: make_sampler(generation, path, sampling_spec(snakemake.params.sampling), snakemake.params.seed),
     json.loads(Path(snakemake.input.checkpoints).read_text()),
     str(Path(snakemake.input.checkpoints).parent),
     snakemake.params.point,

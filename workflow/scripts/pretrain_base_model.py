@@ -2,11 +2,13 @@
 
 import logging
 
+from isocompute.config import base_model_spec
 from isocompute.base_model import pretrain_base_model
 from isocompute.problems import write_table
 from isocompute.workflow import start_job
 
 start_job(snakemake.log[0])
-losses = pretrain_base_model(snakemake.params.spec, snakemake.output.model, snakemake.params.seed)
+spec = base_model_spec(snakemake.params.settings)
+losses = pretrain_base_model(spec, snakemake.output.model, snakemake.params.seed)
 write_table(losses, snakemake.output.losses)
 logging.info("final supervised loss %.4f after %d steps", losses["loss"].iloc[-1], len(losses))

@@ -4,16 +4,18 @@ import logging
 
 import pandas as pd
 
+from isocompute.config import sampling_spec
 from isocompute.difficulty import score_problems, shard_of
 from isocompute.generation import make_sampler
 from isocompute.problems import write_table
-from isocompute.workflow import start_job
+from isocompute.workflow import base_model_of, start_job
 
 start_job(snakemake.log[0])
 shard = int(snakemake.wildcards.shard)
-problems = shard_of(pd.read_parquet(snakemake.input.pool), shard, snakemake.params.shards)
+difficulty = snakemake.params.difficulty
+problems = shard_of(pd.read_parquet(snakemake.input.pool), shard, difficulty["shards"])
 generation = snakemake.params.generation
-sampler = make_sampler(generation, snakemake.params.model, snakemake.params.sampling, snakemake.params.seed + shard)
-scores = score_problems(problems, sampler, snakemake.params.samples)
+sampler = make_sampler(generation, base_model_of(snakemake), sampling_spec(snakemake.params.sampling), snakemake.params.seed + shard)
+scores = score_problems(problems, sampler, difficulty["samples"])
 write_table(scores, snakemake.output.shard)
-logging.info("scored %d problems, mean avg@%d %.3f", len(scores), snakemake.params.samples, scores.iloc[:, 3].mean())
+logging.info("scored %d problems, mean avg@%d %.3f", len(scores), difficulty["samples"], scores.iloc[:, 3].mean())

@@ -5,18 +5,20 @@ import logging
 
 import pandas as pd
 
+from isocompute.config import recipe_of, training_spec
 from isocompute.problems import write_table
 from isocompute.training import train_run
-from isocompute.workflow import start_job
+from isocompute.workflow import base_model_of, start_job
 
 start_job(snakemake.log[0])
 point = snakemake.params.point
+settings = snakemake.params.settings
 table, manifest = train_run(
-    snakemake.params.model,
+    base_model_of(snakemake),
     pd.read_parquet(snakemake.input.train),
     point,
-    snakemake.params.spec,
-    snakemake.params.recipe,
+    training_spec(settings),
+    recipe_of(settings, point.problem_set),
     snakemake.params.run_dir,
 )
 write_table(table, snakemake.output.log_table)

@@ -1,0 +1,119 @@
+"""`isocompute fit` and `isocompute recommend`: the analysis outside the pipeline.
+
+    isocompute fit EVALS --metric avg@4 --by n --compute rollouts --out FITS.json
+    isocompute recommend FITS.json --compute 1e6
+
+EVALS is a CSV or parquet with at least the columns `run`, `n`, `b_problem`, `step`, `compute_rollouts`,
+`compute_tokens` and the metric (`results/evaluation/evals.csv` is one). FITS.json has the schema of the
+pipeline's `results/fits/<set>/<study>/fits.json` (README, "Fits JSON").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from isocompute.bootstrap import resample_evals
+from isocompute.fitting import fit_study
+from isocompute.recommend import describe, recommend
+
+REQUIRED = ["run", "n", "b_problem", "step", "compute_rollouts", "compute_tokens"]
+COMPUTE = {"rollouts": "compute_rollouts", "tokens": "compute_tokens", "steps": "step"}
+
+
+class InputError(ValueError):
+    """An input table the fit cannot use; the message names the file and the column."""
+
+
+def read_table(path: str) -> pd.DataFrame:
+    if not Path(path).exists():
+        raise InputError(f"{path}: no such file")
+    return pd.read_parquet(path) if path.endswith(".parquet") else pd.read_csv(path)
+
+
+def fit_command(args: argparse.Namespace) -> dict:
+    evals = read_table(args.evals)
+    missing = [c for c in [*REQUIRED, args.metric] if c not in evals.columns]
+    if missing:
+        raise InputError(f"{args.evals}: missing column(s) {missing}")
+    by = args.by.split(",")
+    fixed = {}
+    if "b_problem" not in by:
+        values = sorted(evals["b_problem"].unique())
+        if len(values) > 1:
+            raise InputError(
+                f"{args.evals} holds b_problem values {values}: keep one (fixed-B_problem study) or use --by b_problem,n"
+            )
+        fixed = {"b_problem": int(values[0])}
+    replicas = []
+    if args.counts:
+        replicas = resample_evals(read_table(args.counts), args.k, args.bootstrap, args.seed)
+    compute = COMPUTE[args.compute]
+    fit = fit_study(
+        evals,
+        args.metric,
+        compute,
+        by=by,
+        min_compute=args.min_compute,
+        frontier_points=args.frontier_points,
+        base_reward=args.base_reward,
+        points=args.points,
+        record_bin=args.record_bin,
+        resampled=replicas,
+    )
+    return {
+        "study": {"kind": "cli", "name": Path(args.evals).stem, "by": by, "fixed": fixed},
+        "recipe": {"lr_base": args.lr_base, "lr_batch_ref": args.lr_batch_ref},
+        "headline": {"metric": args.metric, "compute": compute},
+        "fits": {args.metric: {compute: fit}},
+    }
+
+
+def parser() -> argparse.ArgumentParser:
+    main = argparse.ArgumentParser(prog="isocompute", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = main.add_subparsers(dest="command", required=True)
+    fit = commands.add_parser("fit", help="fit per-curve sigmoids, the frontier and the optimum's sigmoid")
+    fit.add_argument("evals", help="evaluation table (CSV or parquet)")
+    fit.add_argument("--metric", default="avg@4")
+    fit.add_argument("--by", default="n", help="curve key: n, or b_problem,n")
+    fit.add_argument("--compute", choices=sorted(COMPUTE), default="rollouts")
+    fit.add_argument("--out", required=True, help="FITS.json to write")
+    fit.add_argument("--counts", help="per-problem correct counts (val_counts) for bootstrap intervals")
+    fit.add_argument("--k", type=int, default=4, help="samples per problem in --counts")
+    fit.add_argument("--bootstrap", type=int, default=100, help="resamples of the validation problems")
+    fit.add_argument("--seed", type=int, default=0)
+    fit.add_argument("--min-compute", type=float, default=0.0)
+    fit.add_argument("--frontier-points", type=int, default=60)
+    fit.add_argument("--base-reward", type=float, help="anchor every curve's R0 at this value")
+    fit.add_argument("--points", choices=["all", "record_breaking"], default="all")
+    fit.add_argument("--record-bin", type=float, default=0.01)
+    fit.add_argument("--lr-base", type=float, default=1e-6, help="for recommend: lr at --lr-batch-ref")
+    fit.add_argument("--lr-batch-ref", type=int, default=1024)
+    advise = commands.add_parser("recommend", help="n, B_problem, M and lr for a budget")
+    advise.add_argument("fits", help="FITS.json from `isocompute fit` or the pipeline")
+    advise.add_argument("--compute", type=float, required=True, help="budget C in rollouts")
+    advise.add_argument("--metric", help="default: the file's headline metric")
+    advise.add_argument("--json", action="store_true", help="print JSON instead of text")
+    return main
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        if args.command == "fit":
+            result = fit_command(args)
+            Path(args.out).write_text(json.dumps(result, indent=2))
+            optimum = result["fits"][args.metric][COMPUTE[args.compute]]["optimum"]
+            print(json.dumps({column: {k: v for k, v in fit.items() if k != "samples"} for column, fit in optimum.items()}, indent=2))
+        else:
+            advice = recommend(json.loads(Path(args.fits).read_text()), args.compute, args.metric)
+            print(json.dumps(advice, indent=2) if args.json else describe(advice))
+    except (InputError, ValueError, KeyError) as error:
+        print(f"isocompute {args.command}: {error}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,101 @@
+"""The study's three questions, each a set of runs and the hyperparameters its curves are keyed by.
+
+1. `fixed_b_problem` (paper Figs. 5-7): B_problem fixed, n traded against M; curves keyed by n.
+2. `fixed_batch` (Figs. 8, 9): B = B_problem * n fixed, B_problem traded against n as M grows; curves keyed by
+   (B_problem, n), compute measured in steps M.
+3. `joint` (Figs. 10, 11): all three free; curves keyed by (B_problem, n).
+Runs are keyed by their hyperparameters, not by the question, so a run serving two studies trains once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from isocompute.grid import GridPoint
+
+COMPUTE_MEASURES = ("compute_rollouts", "compute_tokens")
+_NAME = re.compile(r"^(?:bp(?P<b_problem>\d+)|batch(?P<batch>\d+)|joint)$")
+
+
+class StudyError(ValueError):
+    """A configured study without enough runs; names the config key."""
+
+
+@dataclass(frozen=True)
+class Study:
+    """One question asked of one problem set."""
+
+    problem_set: str
+    kind: str
+    value: int | None = None
+
+    @property
+    def name(self) -> str:
+        """The study's folder under results/fits and results/figures."""
+        return {"fixed_b_problem": f"bp{self.value}", "fixed_batch": f"batch{self.value}", "joint": "joint"}[self.kind]
+
+    @property
+    def by(self) -> list[str]:
+        """The hyperparameters a curve is keyed by; the frontier's optimum is fitted for each."""
+        return ["n"] if self.kind == "fixed_b_problem" else ["b_problem", "n"]
+
+    @property
+    def compute_measures(self) -> tuple[str, ...]:
+        """At fixed B compute is proportional to the steps M, which is what that question varies."""
+        return ("step",) if self.kind == "fixed_batch" else COMPUTE_MEASURES
+
+    @property
+    def fixed(self) -> dict[str, int]:
+        """What the study holds constant, for the fits' JSON and the recommendation."""
+        if self.kind == "fixed_b_problem":
+            return {"b_problem": int(self.value)}
+        if self.kind == "fixed_batch":
+            return {"batch": int(self.value)}
+        return {}
+
+    def runs(self, points: Iterable[GridPoint]) -> list[GridPoint]:
+        """The grid points this study fits."""
+        mine = [p for p in points if p.problem_set == self.problem_set]
+        if self.kind == "fixed_b_problem":
+            return [p for p in mine if p.b_problem == self.value]
+        if self.kind == "fixed_batch":
+            return [p for p in mine if p.batch == self.value]
+        return mine
+
+
+def parse_study(problem_set: str, name: str) -> Study:
+    """The study a results folder name stands for."""
+    match = _NAME.match(name)
+    if match is None:
+        raise StudyError(f"{name!r} is not a study name (bp<B_problem>, batch<B> or joint)")
+    if match["b_problem"]:
+        return Study(problem_set, "fixed_b_problem", int(match["b_problem"]))
+    if match["batch"]:
+        return Study(problem_set, "fixed_batch", int(match["batch"]))
+    return Study(problem_set, "joint")
+
+
+def configured_studies(studies: Mapping[str, Any], points: list[GridPoint]) -> list[Study]:
+    """Every study the config asks for, on each problem set where the grid has its runs.
+
+    A study with runs on a set needs at least two curves there; a set without its runs is skipped.
+    """
+    result = []
+    for problem_set in sorted({p.problem_set for p in points}):
+        wanted = [Study(problem_set, "fixed_b_problem", v) for v in studies.get("fixed_b_problem", [])]
+        wanted += [Study(problem_set, "fixed_batch", v) for v in studies.get("fixed_batch", [])]
+        if studies.get("joint"):
+            wanted.append(Study(problem_set, "joint"))
+        for study in wanted:
+            curves = {(p.b_problem, p.n) for p in study.runs(points)}
+            if len(curves) == 1:
+                raise StudyError(
+                    f"studies.{study.kind}: {study.name} on {problem_set} has one curve in the grid; "
+                    f"a frontier needs at least two (add grid points or remove the study)"
+                )
+            if curves:
+                result.append(study)
+    return result

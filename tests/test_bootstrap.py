@@ -1,0 +1,72 @@
+"""Bootstrap over validation problems: paired replicas, and intervals that cover the truth."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from isocompute.bootstrap import resample_evals
+from isocompute.fitting import fit_study, reward_curve
+from isocompute.metrics import summarize_counts
+
+COMPUTE = np.geomspace(1e3, 1e6, 10)
+TRUTH = (0.2, 0.6, 4.0, 1.2)  # r0, a, log10 C_mid, b of the population's avg@4
+
+
+def val_counts(problems: int, seed: int, curves: dict[int, tuple[float, ...]] | None = None) -> pd.DataFrame:
+    """Per-problem correct counts out of 4, each problem solving with the population's rate at C."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n, params in (curves or {8: TRUTH}).items():
+        for step, c in enumerate(COMPUTE, start=1):
+            p = reward_curve(np.log10(c), *params)
+            for pid, correct in enumerate(rng.binomial(4, p, size=problems)):
+                rows.append(
+                    {"run": f"n{n}", "b_problem": 8, "n": n, "seed": 0, "step": step, "compute_rollouts": c,
+                     "compute_tokens": 5 * c, "id": f"p{pid}", "n_correct": correct}  # fmt: skip
+                )
+    return pd.DataFrame(rows)
+
+
+def evals_of(counts: pd.DataFrame) -> pd.DataFrame:
+    keys = ["run", "b_problem", "n", "seed", "step", "compute_rollouts", "compute_tokens"]
+    return counts.groupby(keys)["n_correct"].apply(lambda c: pd.Series(summarize_counts(c, 4))).unstack().reset_index()
+
+
+def test_replicas_are_paired_and_differ_from_each_other() -> None:
+    counts = val_counts(50, seed=0, curves={4: TRUTH, 16: TRUTH})
+    replicas = resample_evals(counts, k=4, resamples=3, seed=0)
+    assert len(replicas) == 3 and len(replicas[0]) == 2 * len(COMPUTE)
+    assert not np.allclose(replicas[0]["avg@4"], replicas[1]["avg@4"])
+    assert (replicas[0]["worst@4"] <= replicas[0]["avg@4"]).all()
+    assert resample_evals(counts, 4, 0, 0) == []
+    again = resample_evals(counts, k=4, resamples=3, seed=0)
+    pd.testing.assert_frame_equal(replicas[2], again[2])
+
+
+def test_bootstrap_intervals_cover_the_true_asymptote_in_most_repetitions() -> None:
+    repetitions, covered = 50, 0
+    for seed in range(repetitions):
+        counts = val_counts(300, seed)
+        result = fit_study(
+            evals_of(counts), "avg@4", "compute_rollouts", resampled=resample_evals(counts, 4, 40, seed)
+        )
+        low, high = result["curves"][0]["intervals"]["a"]
+        covered += low <= TRUTH[1] <= high
+    rate = covered / repetitions
+    print(f"bootstrap 95% interval of A covered the truth in {covered}/{repetitions} = {rate:.0%} repetitions")
+    assert rate >= 0.8
+
+
+def test_frontier_band_brackets_the_frontier() -> None:
+    counts = val_counts(200, seed=1, curves={4: (0.2, 0.5, 3.5, 1.2), 32: (0.2, 0.65, 4.5, 1.2)})
+    result = fit_study(evals_of(counts), "avg@4", "compute_rollouts", resampled=resample_evals(counts, 4, 30, 1))
+    band = pd.DataFrame(result["frontier"])
+    assert (band["reward_low"] <= band["reward"] + 1e-9).mean() > 0.9
+    assert (band["reward"] <= band["reward_high"] + 1e-9).mean() > 0.9
+    assert "samples" in result["optimum"]["n"] or not result["optimum"]["n"]["ok"]
+
+
+def test_mismatched_problem_sets_are_an_error() -> None:
+    counts = val_counts(20, seed=0)
+    with pytest.raises(ValueError, match="same validation problems"):
+        resample_evals(counts.drop(index=[0]), 4, 2, 0)

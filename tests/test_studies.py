@@ -1,0 +1,35 @@
+import pytest
+
+from isocompute.grid import GridPoint
+from isocompute.studies import Study, StudyError, configured_studies, parse_study
+
+POINTS = [GridPoint("easy", b, n, 0) for b, n in [(16, 2), (16, 4), (16, 8), (64, 2), (32, 4), (4, 32)]]
+
+
+def test_studies_select_their_runs_and_share_them() -> None:
+    studies = configured_studies({"fixed_b_problem": [16], "fixed_batch": [128], "joint": True}, POINTS)
+    by_name = {s.name: s for s in studies}
+    assert set(by_name) == {"bp16", "batch128", "joint"}
+    assert {(p.b_problem, p.n) for p in by_name["bp16"].runs(POINTS)} == {(16, 2), (16, 4), (16, 8)}
+    assert {(p.b_problem, p.n) for p in by_name["batch128"].runs(POINTS)} == {(64, 2), (32, 4), (16, 8), (4, 32)}
+    assert len(by_name["joint"].runs(POINTS)) == len(POINTS)
+    assert by_name["batch128"].compute_measures == ("step",)
+    assert by_name["bp16"].by == ["n"] and by_name["joint"].by == ["b_problem", "n"]
+
+
+def test_names_round_trip() -> None:
+    for study in [Study("hard", "fixed_b_problem", 32), Study("hard", "fixed_batch", 8192), Study("hard", "joint")]:
+        assert parse_study("hard", study.name) == study
+    with pytest.raises(StudyError):
+        parse_study("hard", "bp")
+
+
+def test_a_study_with_one_curve_names_the_key() -> None:
+    with pytest.raises(StudyError, match=r"studies\.fixed_batch: batch512 on easy has one curve"):
+        configured_studies({"fixed_batch": [512]}, POINTS + [GridPoint("easy", 8, 64, 0)])
+
+
+def test_a_study_without_runs_on_a_set_is_skipped() -> None:
+    points = POINTS + [GridPoint("hard", 8, 4, 0), GridPoint("hard", 8, 8, 0)]
+    names = [(s.problem_set, s.name) for s in configured_studies({"fixed_b_problem": [16, 8]}, points)]
+    assert names == [("easy", "bp16"), ("hard", "bp8")]

@@ -1,0 +1,20 @@
+"""Every fit of one study, with bootstrap intervals (rule fit_study)."""
+
+import json
+import logging
+
+import pandas as pd
+
+from isocompute.analysis import fit_configured_study
+from isocompute.workflow import start_job
+
+start_job(snakemake.log[0])
+params = snakemake.params
+evals = pd.concat([pd.read_parquet(path) for path in snakemake.input.evals], ignore_index=True)
+counts = pd.concat([pd.read_parquet(path) for path in snakemake.input.val_counts], ignore_index=True)
+base = pd.read_parquet(snakemake.input.base).iloc[0]
+fits = fit_configured_study(evals, counts, base, params.study, params.fits, params.k, params.recipe, params.seed)
+with open(snakemake.output.fits, "w") as handle:
+    json.dump(fits, handle, indent=2)
+headline = fits["fits"][params.fits["metric"]][fits["headline"]["compute"]]
+logging.info("%s: optimum at the largest compute %s", params.study.name, headline["optimum_at_max_compute"])

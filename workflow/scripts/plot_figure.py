@@ -1,0 +1,18 @@
+"""Draw one of the paper's figures (rules plot_study_figure and plot_set_figure)."""
+
+from isocompute.config import figure_style
+from isocompute.figures import render
+from isocompute.workflow import start_job
+
+start_job(snakemake.log[0])
+wildcards = snakemake.wildcards
+where = " / ".join(w for w in (wildcards.problem_set, wildcards.get("study", "")) if w)
+render(
+    wildcards.figure,
+    {name: list(files) for name, files in snakemake.input.items()},
+    f"{where}: {wildcards.figure}",
+    snakemake.params.metric,
+    snakemake.params.k,
+    figure_style(snakemake.params.figures),
+    [snakemake.output.png, snakemake.output.pdf],
+)
