@@ -1,4 +1,4 @@
-"""Figures build from evaluation tables and fits alone, failed fits included."""
+"""Every figure builds from a small fixture of evaluation tables and fits, without training anything."""
 
 from pathlib import Path
 
@@ -6,32 +6,127 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.figures import plot_frontier, plot_nstar
-from isocompute.fitting import fit_study, reward_curve
+from isocompute.analysis import fit_configured_study
+from isocompute.figures import render
+from isocompute.fitting import reward_curve
 from isocompute.specs import FigureStyle
+from isocompute.studies import Study
 
-STYLE = FigureStyle(palette="viridis", dpi=60, width=5.0, height=3.5, context="paper")
-
-
-def evals(curves: dict[int, int]) -> pd.DataFrame:
-    """n -> number of checkpoints; rewards from one sigmoid per n."""
-    rows = []
-    for n, points in curves.items():
-        compute = np.geomspace(256, 65536, points)
-        reward = reward_curve(np.log10(compute), 0.4, 0.5 + n / 100, 3.0 + np.log10(n), 1.0)
-        rows += [
-            {"run": f"bp8_n{n}_seed0", "n": n, "b_problem": 8, "step": i + 1, "compute_rollouts": c, "avg@4": r}
-            for i, (c, r) in enumerate(zip(compute, reward))
-        ]
-    return pd.DataFrame(rows)
+STYLE = FigureStyle(palette="viridis", dpi=50, width=5.0, height=3.5, context="paper")
+PAIRS = [(16, 2), (16, 8), (16, 32), (64, 2), (4, 32)]
+STEPS = 8
 
 
-@pytest.mark.parametrize("curves", [{2: 8, 8: 8, 32: 8}, {2: 8, 8: 2}, {4: 3}])
-def test_figures_render_with_and_without_fits(tmp_path: Path, curves: dict[int, int]) -> None:
-    table = evals(curves)
-    fits = fit_study(table, "avg@4", "compute_rollouts", 0, 30)
-    paths = [str(tmp_path / "fig05.png"), str(tmp_path / "fig05.pdf")]
-    plot_frontier(table, fits, 0.4, "easy", STYLE, paths)
-    plot_nstar(fits, "easy", STYLE, [str(tmp_path / "fig06.png")])
-    for path in [*paths, str(tmp_path / "fig06.png")]:
-        assert Path(path).stat().st_size > 3000
+def fixture_tables(tmp_path: Path) -> dict[str, Path]:
+    """Per-run evals, val counts and training pass rates of a synthetic study, written like the pipeline's."""
+    rng = np.random.default_rng(0)
+    files: dict[str, Path] = {}
+    for b_problem, n in PAIRS:
+        run = f"bp{b_problem}_n{n}_seed0"
+        steps = np.unique(np.geomspace(1, 4096 // (b_problem * n) * 8, STEPS).round().astype(int))
+        counts, rates, rows = [], [], []
+        for step in steps:
+            c = step * b_problem * n
+            p = reward_curve(np.log10(c), 0.4, 0.5 + 0.05 * np.log2(n), 2.0 + 0.3 * np.log2(n), 1.0)
+            correct = rng.binomial(4, p, size=60)
+            at = {"run": run, "problem_set": "easy", "b_problem": b_problem, "n": n, "seed": 0, "step": int(step),
+                  "compute_rollouts": int(c), "compute_tokens": float(5 * c)}  # fmt: skip
+            counts.append(pd.DataFrame({"id": [f"p{i}" for i in range(60)], "n_correct": correct, **at}))
+            rows.append({**at, "avg@4": correct.mean() / 4, "best@4": (correct > 0).mean(), "worst@4": (correct == 4).mean()})
+            solved = rng.integers(0, 9, size=30)
+            rates.append(pd.DataFrame({"id": [f"t{i}" for i in range(30)], "n_correct": solved, "pass_rate": solved / 8, **at}))
+        for name, table in [("evals", pd.DataFrame(rows)), ("val_counts", pd.concat(counts)), ("pass", pd.concat(rates))]:
+            files[f"{run}/{name}"] = tmp_path / f"{run}_{name}.parquet"
+            table.to_parquet(files[f"{run}/{name}"])
+    pd.DataFrame([{"avg@4": 0.4, "best@4": 0.7, "worst@4": 0.1}]).to_parquet(tmp_path / "base.parquet")
+    files["base"] = tmp_path / "base.parquet"
+    return files
+
+
+def study_fits(tmp_path: Path, files: dict[str, Path], study: Study) -> str:
+    import json
+
+    runs = [f"bp{p.b_problem}_n{p.n}_seed0" for p in study.runs(_points())]
+    evals = pd.concat([pd.read_parquet(files[f"{r}/evals"]) for r in runs])
+    counts = pd.concat([pd.read_parquet(files[f"{r}/val_counts"]) for r in runs])
+    options = {"metric": "avg@4", "min_compute": 0, "anchor_r0": True, "points": "all", "record_bin": 0.01,
+               "frontier_points": 20, "bootstrap": 5}  # fmt: skip
+    fits = fit_configured_study(evals, counts, {"avg@4": 0.4, "best@4": 0.7, "worst@4": 0.1}, study, options, 4,
+                                {"lr_base": 1e-4, "lr_batch_ref": 128}, seed=0)  # fmt: skip
+    path = tmp_path / f"{study.name}.json"
+    path.write_text(json.dumps(fits))
+    return str(path)
+
+
+def _points():
+    from isocompute.grid import GridPoint
+
+    return [GridPoint("easy", b, n, 0) for b, n in PAIRS]
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, list[str]]]:
+    tmp_path = tmp_path_factory.mktemp("fixture")
+    files = fixture_tables(tmp_path)
+    bp16 = study_fits(tmp_path, files, Study("easy", "fixed_b_problem", 16))
+    batch128 = study_fits(tmp_path, files, Study("easy", "fixed_batch", 128))
+    joint = study_fits(tmp_path, files, Study("easy", "joint"))
+    base = [str(files["base"])]
+    return {
+        "fig05_frontier": {"fits": [bp16], "base": base},
+        "fig06_nstar": {"fits": [bp16]},
+        "fig07_nstar_by_metric": {"fits": [bp16]},
+        "fig08_fixed_batch_optimum": {"fits": [batch128]},
+        "fig09_sensitivity": {"evals": [str(files[f"bp{b}_n{n}_seed0/evals"]) for b, n in PAIRS]},
+        "fig10_joint_frontier": {"fits": [joint], "base": base},
+        "fig11_joint_optimum": {"fits": [joint]},
+        "fig12_train_pass_rates": {"pass": [], "pass_rates": [str(files["bp16_n2_seed0/pass"]), str(files["bp16_n32_seed0/pass"])]},
+        "fig23_token_compute": {"fits": [bp16]},
+    }
+
+
+@pytest.mark.parametrize(
+    "figure",
+    [
+        "fig05_frontier",
+        "fig06_nstar",
+        "fig07_nstar_by_metric",
+        "fig08_fixed_batch_optimum",
+        "fig09_sensitivity",
+        "fig10_joint_frontier",
+        "fig11_joint_optimum",
+        "fig12_train_pass_rates",
+        "fig23_token_compute",
+    ],
+)
+def test_every_figure_renders_from_tables(tmp_path: Path, inputs: dict, figure: str) -> None:
+    paths = [str(tmp_path / f"{figure}.png"), str(tmp_path / f"{figure}.pdf")]
+    render(figure, inputs[figure], f"easy: {figure}", "avg@4", 4, STYLE, paths)
+    assert all(Path(p).stat().st_size > 3000 for p in paths)
+
+
+def test_figures_survive_failed_fits(tmp_path: Path) -> None:
+    import json
+
+    fits = {
+        "study": {"fixed": {"b_problem": 8}},
+        "headline": {"metric": "avg@4", "compute": "compute_rollouts"},
+        "fits": {"avg@4": {"compute_rollouts": {
+            "metric": "avg@4", "compute": "compute_rollouts", "by": ["n"],
+            "measured": [{"n": 4, "step": 1, "compute_rollouts": 32.0, "avg@4": 0.1}],
+            "curves": [{"key": {"n": 4}, "ok": False, "reason": "1 points above min_compute=0, need 3"}],
+            "frontier": [], "optimum": {"n": {"ok": False, "reason": "no curve could be fitted"}},
+            "optimum_at_max_compute": None,
+        }}},
+    }  # fmt: skip
+    path = tmp_path / "fits.json"
+    path.write_text(json.dumps(fits))
+    for figure in ("fig05_frontier", "fig06_nstar"):
+        render(figure, {"fits": [str(path)], "base": []} if figure == "fig06_nstar" else {"fits": [str(path)], "base": _base(tmp_path)},
+               "easy", "avg@4", 4, STYLE, [str(tmp_path / f"{figure}.png")])  # fmt: skip
+        assert (tmp_path / f"{figure}.png").stat().st_size > 3000
+
+
+def _base(tmp_path: Path) -> list[str]:
+    pd.DataFrame([{"avg@4": 0.05}]).to_parquet(tmp_path / "base.parquet")
+    return [str(tmp_path / "base.parquet")]

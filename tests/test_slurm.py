@@ -114,7 +114,7 @@ def test_every_cluster_job_went_through_sbatch_and_finished(cluster, slurm_study
     # every job that was not a localrule was submitted, each as its own SLURM job
     assert len(submitted) == len(remote) and sorted(submitted.values()) == sorted(remote), output[-4000:]
     assert {"make_problem_pool", "pretrain_base_model", "score_difficulty", "train_grpo", "evaluate_run"} <= set(remote)
-    assert {"build_problem_sets", "plot_frontier", "all"} <= local and not local & set(remote)
+    assert {"build_problem_sets", "all"} <= local and not local & set(remote)
 
     jobs = {job["id"]: job for job in _queue(cluster, run_id)}
     assert set(jobs) == set(submitted), (jobs, submitted)
@@ -145,7 +145,6 @@ def test_only_training_jobs_got_the_gpu(cluster, slurm_study) -> None:
 def test_the_study_is_complete_after_the_cluster_run(slurm_study) -> None:
     workdir, _ = slurm_study
     assert (workdir / "results/README.md").exists()
-    assert (workdir / "results/figures/easy/bp4/fig06_nstar.pdf").stat().st_size > 5000
     result = subprocess.run(
         ["snakemake", "-n", "--cores", "1", "--configfile", MICRO, "gpu.yaml"],
         cwd=workdir,

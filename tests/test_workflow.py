@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import zipfile
 from pathlib import Path
 
 import pandas as pd
@@ -63,38 +64,52 @@ def test_every_stage_leaves_its_artifacts(study: Path) -> None:
         ids += train["id"].tolist() + val["id"].tolist()
     assert len(ids) == len(set(ids))
 
-    for n, steps in {2: [2, 3, 5, 8], 4: [1, 2, 3, 4]}.items():
-        run = results / f"train/easy/bp4_n{n}_seed0"
+    for (b_problem, n), steps in {(4, 2): [2, 3, 5, 8], (4, 4): [1, 2, 3, 4], (1, 8): [2, 3, 5, 8]}.items():
+        run = results / f"train/easy/bp{b_problem}_n{n}_seed0"
         log = pd.read_parquet(run / "train_log.parquet")
         assert log["step"].tolist() == list(range(1, steps[-1] + 1))
-        assert (log["compute_rollouts"] == log["step"] * 4 * n).all()
+        assert (log["compute_rollouts"] == log["step"] * b_problem * n).all()
         manifest = json.loads((run / "checkpoints.json").read_text())
         assert [m["step"] for m in manifest] == steps
-        evals = pd.read_parquet(results / f"evaluation/easy/bp4_n{n}_seed0/evals.parquet")
+        evaluation = results / f"evaluation/easy/bp{b_problem}_n{n}_seed0"
+        evals = pd.read_parquet(evaluation / "evals.parquet")
         assert evals["step"].tolist() == steps
         assert {"avg@4", "best@4", "worst@4", "compute_rollouts", "compute_tokens"} <= set(evals.columns)
         assert (evals["worst@4"] <= evals["avg@4"]).all() and (evals["avg@4"] <= evals["best@4"]).all()
-        rates = pd.read_parquet(results / f"evaluation/easy/bp4_n{n}_seed0/train_pass_rates.parquet")
-        assert len(rates) == 20 * len(steps)
+        assert len(pd.read_parquet(evaluation / "val_counts.parquet")) == 40 * len(steps)
+        assert len(pd.read_parquet(evaluation / "train_pass_rates.parquet")) == 20 * len(steps)
+    assert len(pd.read_csv(results / "evaluation/evals.csv")) == 12
 
-    fits = json.loads((results / "fits/easy/bp4/fits.json").read_text())
-    assert set(fits["curves"]) == {"2", "4"}
     base = pd.read_parquet(results / "evaluation/easy/base_model.parquet")
-    assert all(c["r0"] == pytest.approx(base["avg@4"].iloc[0]) for c in fits["curves"].values() if c["ok"])
-    assert fits["nstar_at_max_compute"] in (2, 4) and "ok" in fits["nstar_fit"]
+    for study, by, measures in [("bp4", ["n"], 2), ("batch8", ["b_problem", "n"], 1), ("joint", ["b_problem", "n"], 2)]:
+        fits = json.loads((results / f"fits/easy/{study}/fits.json").read_text())
+        assert set(fits["fits"]) == {"avg@4", "best@4", "worst@4"}
+        for metric, by_compute in fits["fits"].items():
+            assert len(by_compute) == measures
+            for fit in by_compute.values():
+                assert fit["by"] == by and set(fit["optimum"]) == set(by)
+                for curve in fit["curves"]:
+                    assert ("reason" in curve) if not curve["ok"] else curve["r0"] == pytest.approx(base[metric].iloc[0])
 
-    for figure in ("fig05_frontier", "fig06_nstar"):
-        for ext in ("png", "pdf"):
-            assert (results / f"figures/easy/bp4/{figure}.{ext}").stat().st_size > 5000
+    for figure in ("fig05_frontier", "fig06_nstar", "fig12_train_pass_rates", "fig23_token_compute"):
+        assert (results / f"figures/easy/bp4/{figure}.png").stat().st_size > 5000
+        assert (results / f"figures/easy/bp4/{figure}.pdf").stat().st_size > 5000
+    assert (results / "figures/easy/batch8/fig08_fixed_batch_optimum.png").exists()
+    assert (results / "figures/easy/joint/fig10_joint_frontier.png").exists()
+    assert (results / "figures/easy/joint/fig11_joint_optimum.png").exists()
+    assert (results / "figures/easy/fig07_nstar_by_metric.png").exists()
+    assert (results / "figures/easy/fig09_sensitivity.png").exists()
+    advice = json.loads((results / "recommendations/easy.json").read_text())
+    assert [a["compute"] for a in advice] == [128, 4096]
+    assert "extrapolation" in " ".join(advice[1]["warnings"])
 
     index = (results / "README.md").read_text()
     assert "fig05_frontier" in index and "problem_difficulty.parquet" in index
     produced = [p.relative_to(results).as_posix() for p in results.rglob("*") if p.is_file() and not p.name.startswith(".")]
     assert [p for p in produced if describe(p) is None] == []
-    assert len(pd.read_csv(results / "evaluation/evals.csv")) == 8
 
     logs = {p.relative_to(study / "logs").parts[0].removesuffix(".log") for p in (study / "logs").rglob("*.log")}
-    assert {"pretrain_base_model", "score_difficulty", "train_grpo", "evaluate_run", "fit_frontier", "plot_nstar"} <= logs
+    assert {"pretrain_base_model", "score_difficulty", "train_grpo", "evaluate_run", "fit_study", "plot_study_figure"} <= logs
 
 
 @pytest.mark.slow
@@ -113,5 +128,15 @@ def test_a_plotting_option_reruns_only_that_figure(study: Path) -> None:
     result = snakemake(study, "fig05_frontier", configfiles=(MICRO, "style.yaml"))
     assert result.returncode == 0, result.stderr[-3000:]
     ran = {line.split()[-1].rstrip(":") for line in result.stderr.splitlines() if line.startswith(("rule ", "localrule "))}
-    assert ran == {"plot_frontier", "fig05_frontier"}
+    assert ran == {"plot_study_figure", "fig05_frontier"}
     assert frontier.stat().st_mtime_ns > before[0] and nstar.stat().st_mtime_ns == before[1]
+
+
+@pytest.mark.slow
+def test_report_bundles_every_figure(study: Path) -> None:
+    result = snakemake(study, "--report", "report.zip")
+    assert result.returncode == 0, result.stderr[-3000:]
+    with zipfile.ZipFile(study / "report.zip") as bundle:
+        names = bundle.namelist()
+    for figure in ("fig05_frontier", "fig06_nstar", "fig08_fixed_batch_optimum", "fig10_joint_frontier", "fig09_sensitivity"):
+        assert any(name.endswith(f"{figure}.png") for name in names), figure

@@ -30,13 +30,15 @@ def fit_configured_study(
 ) -> dict[str, Any]:
     """Fit avg@k, best@k and worst@k of a study in each of its compute measures.
 
-    Points below `options["min_compute"]` rollouts are dropped before fitting, so the same checkpoints
+    The bootstrap (a refit per resample) runs for the headline metric in the study's first compute
+    measure, the fit the figures' bands and the recommendation's intervals come from. Points below `options["min_compute"]` rollouts are dropped before fitting, so the same checkpoints
     are left out whichever measure (rollouts, tokens, steps) the curve is drawn in.
     """
     keep = evals["compute_rollouts"] >= options["min_compute"]
     evals = evals[keep]
     counts = val_counts[val_counts["compute_rollouts"] >= options["min_compute"]]
     replicas = resample_evals(counts, k, options["bootstrap"], seed)
+    headline = (options["metric"], study.compute_measures[0])
     fits: dict[str, dict[str, Any]] = {}
     for metric in metric_names(k):
         fits[metric] = {
@@ -49,13 +51,13 @@ def fit_configured_study(
                 base_reward=float(base[metric]) if options["anchor_r0"] else None,
                 points=options["points"],
                 record_bin=options["record_bin"],
-                resampled=replicas,
+                resampled=replicas if (metric, compute) == headline else (),
             )
             for compute in study.compute_measures
         }
     return {
         "study": {**asdict(study), "name": study.name, "by": study.by, "fixed": study.fixed},
         "recipe": dict(recipe),
-        "headline": {"metric": options["metric"], "compute": study.compute_measures[0]},
+        "headline": {"metric": headline[0], "compute": headline[1]},
         "fits": fits,
     }

@@ -173,9 +173,12 @@ def plot_train_pass_rates(rates: Sequence[pd.DataFrame], title: str, style: Figu
     """Fig. 12: the training set's pass-rate distribution over training, one row per n."""
     columns = 3
     sns.set_theme(context=style.context, style="whitegrid")
-    fig, axes = plt.subplots(len(rates), columns, figsize=(style.width * 1.2, style.height * 0.6 * len(rates)), squeeze=False)
-    bins = np.linspace(0, 1, 11)
+    fig, axes = plt.subplots(len(rates), columns, figsize=(style.width * 1.2, style.height * 0.6 * len(rates)),
+                             squeeze=False, constrained_layout=True)  # fmt: skip
     for row, table in zip(axes, rates):
+        solved = table[table["pass_rate"] > 0]
+        k = int(round((solved["n_correct"] / solved["pass_rate"]).max())) if len(solved) else 1
+        bins = (np.arange(k + 2) - 0.5) / k  # one bin per possible pass rate j / k
         steps = sorted(table["step"].unique())
         chosen = [steps[0], steps[len(steps) // 2], steps[-1]]
         for ax, step in zip(row, chosen):

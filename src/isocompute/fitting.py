@@ -20,6 +20,8 @@ import pandas as pd
 from scipy.optimize import curve_fit
 
 SIGMOID_PARAMS = 4
+# Least-squares evaluations per start: a start that has not converged by then is abandoned (others remain).
+MAX_EVALUATIONS = 300
 Key = tuple[int, ...]
 
 
@@ -78,7 +80,7 @@ def _best_fit(
     for start in starts:
         start = np.clip(start, bounds[0], bounds[1])
         try:
-            params, _ = curve_fit(func, x, y, p0=start, bounds=bounds, maxfev=20000)
+            params, _ = curve_fit(func, x, y, p0=start, bounds=bounds, max_nfev=MAX_EVALUATIONS, ftol=1e-6, xtol=1e-6)
         except (RuntimeError, ValueError):
             continue
         error = float(np.sqrt(np.mean((func(x, *params) - y) ** 2)))
@@ -126,11 +128,11 @@ def fit_reward(
     if start is None:
         starts = [
             [float(y.min()), float(y.max()), mid, slope]
-            for mid, slope in itertools.product(np.linspace(low, high, 4), (0.5, 1.0, 3.0))
+            for mid, slope in itertools.product(np.linspace(low, high, 3), (0.7, 2.0))
         ]
     else:
         starts = [[start.r0, start.a, start.log10_c_mid, start.b]]
-    lower, upper = [0.0, 0.0, low - 3.0, 0.05], [1.0, 1.0, high + 3.0, 20.0]
+    lower, upper = [0.0, 0.0, low - 3.0, 0.05], [1.0, 1.0, high + 3.0, 10.0]
     if r0 is None:
         best = _best_fit(reward_curve, x, y, starts, (lower, upper))
     else:

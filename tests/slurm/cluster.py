@@ -104,10 +104,16 @@ def unavailable() -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _free_ports(count: int) -> list[int]:
+    """Distinct TCP ports free on 127.0.0.1 (all held open until each is known, so none repeats)."""
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 def _hardware() -> dict[str, int]:
@@ -184,11 +190,12 @@ class LocalCluster:
     def _write_configs(self) -> None:
         hardware = _hardware()
         memory = max(1024, hardware["memory"] - max(self.memory_margin_mb, hardware["memory"] // 10))
+        ctld_port, slurmd_port = _free_ports(2)
         values = {
             "host": self.node,
             "node": self.node,
-            "ctld_port": _free_port(),
-            "slurmd_port": _free_port(),
+            "ctld_port": ctld_port,
+            "slurmd_port": slurmd_port,
             "munge_socket": self.root / "munge/munge.socket",
             "state": self.root,
             "cpus": hardware["cpus"],

@@ -1,0 +1,92 @@
+"""`isocompute fit` and `isocompute recommend`, as a user runs them on an evaluation table."""
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from isocompute.cli import main
+from isocompute.fitting import reward_curve
+from isocompute.grid import learning_rate
+from isocompute.recommend import power_of_two, recommend
+
+CURVES = {8: (0.3, 0.55, 3.5, 1.5), 32: (0.3, 0.62, 4.5, 1.5), 128: (0.3, 0.70, 5.5, 1.5)}
+
+
+def write_evals(tmp_path: Path, suffix: str = ".csv") -> tuple[Path, Path]:
+    rng = np.random.default_rng(0)
+    rows, counts = [], []
+    for n, params in CURVES.items():
+        for step, c in enumerate(np.geomspace(1e3, 1e7, 13), start=1):
+            correct = rng.binomial(4, reward_curve(np.log10(c), *params), size=200)
+            at = {"run": f"bp32_n{n}_seed0", "b_problem": 32, "n": n, "seed": 0, "step": step,
+                  "compute_rollouts": c, "compute_tokens": 7 * c}  # fmt: skip
+            rows.append({**at, "avg@4": correct.mean() / 4, "best@4": (correct > 0).mean(), "worst@4": (correct == 4).mean()})
+            counts.append(pd.DataFrame({"id": [f"p{i}" for i in range(200)], "n_correct": correct, **at}))
+    evals, val_counts = tmp_path / f"evals{suffix}", tmp_path / "val_counts.parquet"
+    table = pd.DataFrame(rows)
+    table.to_csv(evals, index=False) if suffix == ".csv" else table.to_parquet(evals)
+    pd.concat(counts).to_parquet(val_counts)
+    return evals, val_counts
+
+
+def test_fit_writes_the_documented_schema(tmp_path: Path) -> None:
+    evals, counts = write_evals(tmp_path)
+    out = tmp_path / "fits.json"
+    assert main([
+        "fit", str(evals), "--metric", "avg@4", "--by", "n", "--compute", "rollouts", "--out", str(out),
+        "--counts", str(counts), "--bootstrap", "20",
+    ]) == 0  # fmt: skip
+    fits = json.loads(out.read_text())
+    fit = fits["fits"]["avg@4"]["compute_rollouts"]
+    assert {c["key"]["n"] for c in fit["curves"]} == {8, 32, 128}
+    assert all({"r0", "a", "log10_c_mid", "b", "intervals"} <= set(c) for c in fit["curves"])
+    assert {"compute", "reward", "n", "reward_low", "reward_high"} <= set(fit["frontier"][0])
+    optimum = fit["optimum"]["n"]
+    assert optimum["ok"] and {"L", "k", "log10_c0", "b"} <= set(optimum["intervals"])
+    assert fit["optimum_at_max_compute"] == {"n": 128}
+    assert fits["study"]["fixed"] == {"b_problem": 32}
+
+
+def test_fit_in_tokens_from_parquet(tmp_path: Path) -> None:
+    evals, _ = write_evals(tmp_path, ".parquet")
+    out = tmp_path / "fits.json"
+    assert main(["fit", str(evals), "--compute", "tokens", "--out", str(out)]) == 0
+    fit = json.loads(out.read_text())["fits"]["avg@4"]["compute_tokens"]
+    assert fit["frontier"][0]["compute"] == pytest.approx(7e3)
+
+
+def test_bad_tables_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    evals, _ = write_evals(tmp_path)
+    pd.read_csv(evals).drop(columns=["compute_tokens"]).to_csv(tmp_path / "bad.csv", index=False)
+    assert main(["fit", str(tmp_path / "bad.csv"), "--out", str(tmp_path / "x.json")]) == 2
+    assert "bad.csv: missing column(s) ['compute_tokens']" in capsys.readouterr().err
+    mixed = pd.read_csv(evals)
+    mixed.loc[0, "b_problem"] = 64
+    mixed.to_csv(tmp_path / "mixed.csv", index=False)
+    assert main(["fit", str(tmp_path / "mixed.csv"), "--out", str(tmp_path / "x.json")]) == 2
+    assert "--by b_problem,n" in capsys.readouterr().err
+
+
+def test_recommend_inside_and_beyond_the_measured_range(tmp_path: Path) -> None:
+    evals, counts = write_evals(tmp_path)
+    out = tmp_path / "fits.json"
+    main(["fit", str(evals), "--out", str(out), "--counts", str(counts), "--bootstrap", "20", "--lr-base", "1e-6"])
+    fits = json.loads(out.read_text())
+    inside = recommend(fits, 1e6)
+    assert 32 <= inside["n"] <= 128 and inside["b_problem"] == 32 and not inside["warnings"]
+    assert inside["steps"] == int(np.ceil(1e6 / (32 * inside["n"])))
+    assert inside["learning_rate"] == pytest.approx(learning_rate(32 * inside["n"], 1e-6, 1024))
+    low, high = inside["n_interval"]
+    assert low <= inside["n_fitted"] <= high
+    beyond = recommend(fits, 1e9)
+    assert beyond["warnings"] and "extrapolation" in beyond["warnings"][0]
+    result = subprocess.run(["isocompute", "recommend", str(out), "--compute", "1e9"], capture_output=True, text=True)
+    assert result.returncode == 0 and "WARNING" in result.stdout and "B_problem = 32" in result.stdout
+
+
+def test_power_of_two_rounds_in_log_space() -> None:
+    assert [power_of_two(v) for v in (0.3, 1.4, 1.5, 2.9, 3.0, 46.0, 45.0)] == [1, 1, 2, 4, 4, 64, 32]
