@@ -9,18 +9,7 @@ GRID = study_config.check_config(config)
 STUDIES = study_config.studies_of(config, GRID)
 PROBLEM_SETS = sorted({point.problem_set for point in GRID})
 
-# Each figure of the paper and the kind of study it is drawn for ("set": one per problem set).
-FIGURES = {
-    "fig05_frontier": "fixed_b_problem",
-    "fig06_nstar": "fixed_b_problem",
-    "fig07_nstar_by_metric": "set",
-    "fig08_fixed_batch_optimum": "fixed_batch",
-    "fig09_sensitivity": "set",
-    "fig10_joint_frontier": "joint",
-    "fig11_joint_optimum": "joint",
-    "fig12_train_pass_rates": "fixed_b_problem",
-    "fig23_token_compute": "fixed_b_problem",
-}
+FIGURES = {name: kind for name, (kind, _) in studies.FIGURES.items()}
 
 
 localrules:

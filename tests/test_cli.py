@@ -11,7 +11,7 @@ import pytest
 from isocompute.cli import main
 from isocompute.fitting import reward_curve
 from isocompute.grid import learning_rate
-from isocompute.recommend import power_of_two, recommend
+from isocompute.recommend import describe, power_of_two, recommend, recommend_or_reason
 
 CURVES = {8: (0.3, 0.55, 3.5, 1.5), 32: (0.3, 0.62, 4.5, 1.5), 128: (0.3, 0.70, 5.5, 1.5)}
 
@@ -90,3 +90,18 @@ def test_recommend_inside_and_beyond_the_measured_range(tmp_path: Path) -> None:
 
 def test_power_of_two_rounds_in_log_space() -> None:
     assert [power_of_two(v) for v in (0.3, 1.4, 1.5, 2.9, 3.0, 46.0, 45.0)] == [1, 1, 2, 4, 4, 64, 32]
+
+
+def test_no_frontier_gives_a_reason_not_a_crash() -> None:
+    fits = {
+        "headline": {"metric": "avg@4", "compute": "compute_rollouts"},
+        "study": {"fixed": {"b_problem": 8}},
+        "recipe": {"lr_base": 1e-6, "lr_batch_ref": 1024},
+        "fits": {"avg@4": {"compute_rollouts": {
+            "by": ["n"], "measured": [{"n": 2, "step": 1, "compute_rollouts": 16.0, "avg@4": 0.0}], "frontier": [],
+            "optimum": {"n": {"ok": False, "reason": "no curve could be fitted"}},
+        }}},
+    }  # fmt: skip
+    advice = recommend_or_reason(fits, 1e4)
+    assert "no curve could be fitted" in advice["error"]
+    assert "no recommendation" in describe(advice)

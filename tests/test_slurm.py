@@ -1,7 +1,7 @@
 """The micro study through `snakemake --profile slurm` on a real single-node SLURM cluster on localhost.
 
 tests/slurm/cluster.py starts munged, slurmctld and slurmd (Debian's packages; `.ci/install-slurm`
-installs them) with one fake GPU, and the study runs with the repository's own profile, the training
+installs them) with fake GPUs, and the study runs with the repository's own profile, the training
 jobs asking for a GPU. The test checks that every non-local job went through sbatch and completed, that
 exactly the training jobs were given the GPU, and that the study is complete afterwards. It skips where
 the daemons are not installed or it is not root, and always stops what it started.
@@ -54,14 +54,15 @@ cluster_module = _load_cluster_module()
 
 @pytest.fixture(scope="module")
 def cluster():
-    """A running single-node cluster with one fake GPU; stopped (jobs cancelled, daemons ended,
+    """A running single-node cluster with fake GPUs; stopped (jobs cancelled, daemons ended,
     /etc/slurm restored) however the test ends."""
     reason = cluster_module.unavailable()
     if reason:
         pytest.skip(reason)
     # munged's socket path must stay short, so the state lives in a short folder of its own
     root = Path(tempfile.mkdtemp(prefix="isocompute-slurm-"))
-    local = cluster_module.LocalCluster(root, gpus=1)
+    # two fake GPUs, one per CPU of the 2-core machine, so the study's training jobs run side by side
+    local = cluster_module.LocalCluster(root, gpus=2)
     try:
         local.start()
         yield local
@@ -134,7 +135,7 @@ def test_only_training_jobs_got_the_gpu(cluster, slurm_study) -> None:
     run_id = re.search(r"SLURM run ID: (\S+)", output).group(1)
     jobs = _queue(cluster, run_id)
     training = [job for job in jobs if job["comment"].startswith("rule_train_grpo")]
-    assert len(training) == 2
+    assert training and len(training) == len(re.findall(r"^rule train_grpo:$", output, flags=re.M))
     # `resources: gpu=1` became `sbatch --gpus=1`, which SLURM records as the job's TRES request
     assert {job["tres"] for job in training} == {"gres:gpu:1"}, training
     # CPU rules dropped gpu=0 and asked for nothing

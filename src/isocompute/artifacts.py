@@ -9,6 +9,8 @@ from __future__ import annotations
 import fnmatch
 from pathlib import Path
 
+from isocompute.studies import FIGURES
+
 CATALOGUE: list[tuple[str, str]] = [
     ("problems/pool.parquet", "problem pool: one row per problem with `id`, `prompt`, `answer`"),
     ("base_model/model/*", "the base model built by the pipeline (load with `from_pretrained` on this folder)"),
@@ -31,9 +33,13 @@ CATALOGUE: list[tuple[str, str]] = [
     ("evaluation/*/*/val_counts.parquet", "per checkpoint and validation problem: correct samples out of 4"),
     ("evaluation/*/*/train_pass_rates.parquet", "per checkpoint: pass rate of each sampled training problem"),
     ("evaluation/evals.csv", "every run's evaluation rows in one table (input of `isocompute fit`)"),
-    ("fits/*/*/fits.json", "per-n sigmoid fits, the compute-optimal frontier, n*(C) and its sigmoid fit"),
-    ("figures/*/*/fig05_frontier.*", "paper Fig. 5: reward vs compute per n, frontier coloured by n*"),
-    ("figures/*/*/fig06_nstar.*", "paper Fig. 6: compute-optimal n* vs compute with its sigmoid fit"),
+    ("fits/*/*/fits.json", "a study's fits: per-curve sigmoids, frontier, optimum sigmoid, bootstrap intervals"),
+    ("recommendations/*.md", "the prescribed n, B_problem, M and lr for the configured budgets"),
+    ("recommendations/*.json", "the same prescription as a table"),
+    *(
+        (f"figures/*/{'' if kind == 'set' else '*/'}{name}.*", description)
+        for name, (kind, description) in FIGURES.items()
+    ),
     ("README.md", "this index"),
 ]
 

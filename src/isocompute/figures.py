@@ -145,7 +145,10 @@ def plot_optimum_by_metric(studies: Sequence[Mapping[str, Any]], k: int, title: 
     table = pd.DataFrame(rows)
     fig, (ax,) = _figure(style)
     sns.barplot(table, x="b_problem", y="n_star", hue="metric", palette=style.palette, ax=ax)
-    ax.set_yscale("log", base=2)
+    if table["n_star"].notna().any():
+        ax.set_yscale("log", base=2)
+    else:
+        ax.text(0.5, 0.5, "no frontier could be fitted", transform=ax.transAxes, ha="center")
     ax.set_xlabel("B_problem")
     ax.set_ylabel("n* at the largest compute")
     ax.set_title(title)

@@ -84,8 +84,18 @@ def recommend(fits_file: Mapping[str, Any], compute: float, metric: str | None =
     }
 
 
+def recommend_or_reason(fits_file: Mapping[str, Any], compute: float, metric: str | None = None) -> dict[str, Any]:
+    """`recommend`, or the reason no recommendation can be made (no curve of the study could be fitted)."""
+    try:
+        return recommend(fits_file, compute, metric)
+    except ValueError as error:
+        return {"compute": compute, "metric": metric or fits_file["headline"]["metric"], "error": str(error)}
+
+
 def describe(advice: Mapping[str, Any]) -> str:
     """A recommendation as a few plain lines."""
+    if "error" in advice:
+        return f"Budget C = {advice['compute']:.6g} rollouts: no recommendation ({advice['error']})"
 
     def interval(values: list[float] | None) -> str:
         return f" (95 % interval {values[0]:.3g} to {values[1]:.3g})" if values else ""

@@ -17,6 +17,19 @@ from typing import Any
 from isocompute.grid import GridPoint
 
 COMPUTE_MEASURES = ("compute_rollouts", "compute_tokens")
+
+# Each figure of the paper: the kind of study it is drawn for ("set": one per problem set), and what it shows.
+FIGURES: dict[str, tuple[str, str]] = {
+    "fig05_frontier": ("fixed_b_problem", "paper Fig. 5: reward vs compute per n, frontier coloured by n*"),
+    "fig06_nstar": ("fixed_b_problem", "paper Fig. 6: compute-optimal n* vs compute with its sigmoid fit"),
+    "fig07_nstar_by_metric": ("set", "paper Fig. 7: n* at the largest compute for avg@4, best@4, worst@4"),
+    "fig08_fixed_batch_optimum": ("fixed_batch", "paper Fig. 8: n*(M) and B_problem*(M) at fixed B"),
+    "fig09_sensitivity": ("set", "paper Fig. 9: final reward vs B_problem at fixed n and vs n at fixed B_problem"),
+    "fig10_joint_frontier": ("joint", "paper Fig. 10: global frontier annotated with (B_problem, n)"),
+    "fig11_joint_optimum": ("joint", "paper Fig. 11: n*(C) and B_problem*(C) on the global frontier"),
+    "fig12_train_pass_rates": ("fixed_b_problem", "paper Fig. 12: training pass-rate distribution over training"),
+    "fig23_token_compute": ("fixed_b_problem", "paper Fig. 23: n*(C) with compute in rollouts and in tokens"),
+}
 _NAME = re.compile(r"^(?:bp(?P<b_problem>\d+)|batch(?P<batch>\d+)|joint)$")
 
 

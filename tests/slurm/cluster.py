@@ -307,8 +307,18 @@ class LocalCluster:
                 self._end(name)
             # a job step that outlived slurmd (it should not: every job was cancelled) goes with its job
             _kill_trees(_pids_named("slurmstepd") - self._stepds_before)
+            self._wait_for_exits()
             self._restore_configs()
             (self.root / "pids.json").unlink(missing_ok=True)
+
+    def _wait_for_exits(self, timeout: float = 10) -> None:
+        """Give the steps' and slurmctld's helpers that outlived their parents the moment it takes the
+        system to reap them, so none is still listed when stop returns."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not (_pids_named("slurmstepd") - self._stepds_before) and not _pids_named("slurmscriptd"):
+                return
+            time.sleep(0.2)
 
     def _cancel_all_jobs(self) -> None:
         squeue = ["squeue", "-h", "-o", "%A", "-t", "PENDING,RUNNING,SUSPENDED,COMPLETING,CONFIGURING"]
@@ -387,6 +397,8 @@ class _Detached(LocalCluster):
         before_file = self.root / "stepds-before.json"
         before = set(json.loads(before_file.read_text())) if before_file.exists() else set()
         _kill_trees(_pids_named("slurmstepd") - before)
+        self._stepds_before = before
+        self._wait_for_exits()
         self._restore_configs()
         (self.root / "pids.json").unlink(missing_ok=True)
 

@@ -3,12 +3,12 @@
 import json
 from pathlib import Path
 
-from isocompute.recommend import describe, recommend
+from isocompute.recommend import describe, recommend_or_reason
 from isocompute.workflow import start_job
 
 start_job(snakemake.log[0])
 fits = json.loads(Path(snakemake.input.fits).read_text())
-advice = [recommend(fits, float(c), snakemake.params.metric) for c in snakemake.params.compute]
+advice = [recommend_or_reason(fits, float(c), snakemake.params.metric) for c in snakemake.params.compute]
 source = f"{fits['study']['problem_set']} / {fits['study']['name']}"
 text = [f"# Recommended allocations ({source} fits)", ""] + [f"```\n{describe(a)}\n```\n" for a in advice]
 Path(snakemake.output.advice).write_text("\n".join(text))
