@@ -22,7 +22,7 @@ WORKFLOW_PARTS = ["Snakefile", "rules", "workflow", "config", "envs", ".test"]
 
 def snakemake(workdir: Path, *args: str, configfiles: tuple[str, ...] = (MICRO,)) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["snakemake", "--cores", "2", "--configfile", *configfiles, *args],
+        ["snakemake", "--cores", "2", *args, "--configfile", *configfiles],
         cwd=workdir,
         capture_output=True,
         text=True,
@@ -81,8 +81,8 @@ def test_every_stage_leaves_its_artifacts(study: Path) -> None:
     assert len(pd.read_csv(results / "evaluation/evals.csv")) == 12
 
     base = pd.read_parquet(results / "evaluation/easy/base_model.parquet")
-    for study, by, measures in [("bp4", ["n"], 2), ("batch8", ["b_problem", "n"], 1), ("joint", ["b_problem", "n"], 2)]:
-        fits = json.loads((results / f"fits/easy/{study}/fits.json").read_text())
+    for name, by, measures in [("bp4", ["n"], 2), ("batch8", ["b_problem", "n"], 1), ("joint", ["b_problem", "n"], 2)]:
+        fits = json.loads((results / f"fits/easy/{name}/fits.json").read_text())
         assert set(fits["fits"]) == {"avg@4", "best@4", "worst@4"}
         for metric, by_compute in fits["fits"].items():
             assert len(by_compute) == measures
