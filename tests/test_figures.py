@@ -1,5 +1,6 @@
 """Every figure builds from a small fixture of evaluation tables and fits, without training anything."""
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -8,6 +9,7 @@ import pytest
 
 from isocompute.analysis import fit_configured_study
 from isocompute.figures import render
+from isocompute.grid import GridPoint
 from isocompute.fitting import reward_curve
 from isocompute.specs import FigureStyle
 from isocompute.studies import Study
@@ -44,8 +46,6 @@ def fixture_tables(tmp_path: Path) -> dict[str, Path]:
 
 
 def study_fits(tmp_path: Path, files: dict[str, Path], study: Study) -> str:
-    import json
-
     runs = [f"bp{p.b_problem}_n{p.n}_seed0" for p in study.runs(_points())]
     evals = pd.concat([pd.read_parquet(files[f"{r}/evals"]) for r in runs])
     counts = pd.concat([pd.read_parquet(files[f"{r}/val_counts"]) for r in runs])
@@ -58,9 +58,7 @@ def study_fits(tmp_path: Path, files: dict[str, Path], study: Study) -> str:
     return str(path)
 
 
-def _points():
-    from isocompute.grid import GridPoint
-
+def _points() -> list[GridPoint]:
     return [GridPoint("easy", b, n, 0) for b, n in PAIRS]
 
 
@@ -106,8 +104,6 @@ def test_every_figure_renders_from_tables(tmp_path: Path, inputs: dict, figure: 
 
 
 def test_figures_survive_failed_fits(tmp_path: Path) -> None:
-    import json
-
     fits = {
         "study": {"fixed": {"b_problem": 8}},
         "headline": {"metric": "avg@4", "compute": "compute_rollouts"},

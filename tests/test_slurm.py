@@ -25,7 +25,7 @@ MICRO = ".test/config_micro/config.yaml"
 WORKFLOW_PARTS = ["Snakefile", "rules", "workflow", "config", "envs", ".test", "slurm"]
 # Test-only additions to the profile: check job states often (the plugin waits this long after a
 # submission and after each check that saw a job finish, 10 s more after each that saw none), read them
-# with squeue (the cluster keeps no accounting database but keeps finished jobs for MinJobAge=300 s),
+# with squeue (the cluster keeps no accounting database but keeps finished jobs for MinJobAge=3600 s),
 # fail at once instead of retrying, and a short wait for files on this one machine.
 TEST_FLAGS = [
     "--slurm-init-seconds-before-status-checks",
@@ -92,7 +92,7 @@ def slurm_study(cluster, tmp_path_factory: pytest.TempPathFactory):
 
 
 def _queue(cluster, run_id: str) -> list[dict[str, str]]:
-    """squeue's view of the run's jobs, finished ones included (kept for MinJobAge=300 s)."""
+    """squeue's view of the run's jobs, finished ones included (kept for MinJobAge=3600 s)."""
     fields = ["JobID", "State", "Comment", "tres-per-job"]
     out = subprocess.run(
         ["squeue", "--states=all", "--noheader", "--name", run_id, "-O", ",".join(f"{f}:|" for f in fields)],
@@ -102,7 +102,11 @@ def _queue(cluster, run_id: str) -> list[dict[str, str]]:
         timeout=30,
         check=True,
     ).stdout
-    return [dict(zip(["id", "state", "comment", "tres"], line.split("|"))) for line in out.splitlines() if line.strip()]
+    return [
+        dict(zip(["id", "state", "comment", "tres"], line.split("|")))
+        for line in out.splitlines()
+        if line.strip()
+    ]
 
 
 @pytest.mark.slow
@@ -111,10 +115,18 @@ def test_every_cluster_job_went_through_sbatch_and_finished(cluster, slurm_study
     run_id = re.search(r"SLURM run ID: (\S+)", output).group(1)
     remote = re.findall(r"^rule (\w+):$", output, flags=re.M)
     local = set(re.findall(r"^localrule (\w+):$", output, flags=re.M))
-    submitted = dict(re.findall(r"^Job \d+ has been submitted with SLURM jobid (\d+) \(log: \S*/rule_(\w+)/", output, re.M))
+    submitted = dict(
+        re.findall(r"^Job \d+ has been submitted with SLURM jobid (\d+) \(log: \S*/rule_(\w+)/", output, re.M)
+    )
     # every job that was not a localrule was submitted, each as its own SLURM job
     assert len(submitted) == len(remote) and sorted(submitted.values()) == sorted(remote), output[-4000:]
-    assert {"make_problem_pool", "pretrain_base_model", "score_difficulty", "train_grpo", "evaluate_run"} <= set(remote)
+    assert {
+        "make_problem_pool",
+        "pretrain_base_model",
+        "score_difficulty",
+        "train_grpo",
+        "evaluate_run",
+    } <= set(remote)
     assert {"build_problem_sets", "all"} <= local and not local & set(remote)
 
     jobs = {job["id"]: job for job in _queue(cluster, run_id)}

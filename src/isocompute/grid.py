@@ -7,7 +7,7 @@ steps a compute budget buys, and the compute points where a run saves a checkpoi
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,7 +102,3 @@ def checkpoint_steps(batch: int, compute_min: int, compute_max: int, points: int
     steps.add(last)
     return sorted(steps)
 
-
-def runs_of(points: Iterable[GridPoint], problem_set: str, b_problem: int) -> list[GridPoint]:
-    """The points of one fixed-B_problem study (one curve per n, each seed a separate run)."""
-    return [p for p in points if p.problem_set == problem_set and p.b_problem == b_problem]

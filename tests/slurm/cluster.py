@@ -245,7 +245,12 @@ class LocalCluster:
     def _spawn(self, name: str, argv: list[str]) -> None:
         with open(self.log_dir / f"{name}.out", "ab") as out:
             self.processes[name] = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=self.env, start_new_session=True
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+                start_new_session=True,
             )
         self._save_pids()
 
@@ -272,7 +277,11 @@ class LocalCluster:
 
     def node_state(self) -> str:
         result = subprocess.run(
-            ["sinfo", "-h", "-N", "-n", self.node, "-o", "%T"], env=self.env, capture_output=True, text=True, timeout=10
+            ["sinfo", "-h", "-N", "-n", self.node, "-o", "%T"],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=10,
         )
         return result.stdout.strip().lower()
 
@@ -284,16 +293,24 @@ class LocalCluster:
             state = self.node_state()
             if state == "idle":
                 return
-            if not restarted and time.monotonic() - started > 10 and state.startswith(("down", "unk", "drain")):
+            if (
+                not restarted
+                and time.monotonic() - started > 10
+                and state.startswith(("down", "unk", "drain"))
+            ):
                 # seen with slurm 22.05: a slurmd that registered too early stays down; a restart fixes it
                 self._end("slurmd")
                 self._spawn("slurmd", [which("slurmd"), "-D", "-N", self.node])
                 subprocess.run(
-                    ["scontrol", "update", f"NodeName={self.node}", "State=RESUME"], env=self.env, capture_output=True
+                    ["scontrol", "update", f"NodeName={self.node}", "State=RESUME"],
+                    env=self.env,
+                    capture_output=True,
                 )
                 restarted = True
             time.sleep(0.5)
-        raise ClusterError(f"node {self.node} not idle after {timeout:.0f} s (state {state!r})\n{self.logs()}")
+        raise ClusterError(
+            f"node {self.node} not idle after {timeout:.0f} s (state {state!r})\n{self.logs()}"
+        )
 
     # -- stop -------------------------------------------------------------------------------------------
 
@@ -328,7 +345,9 @@ class LocalCluster:
         subprocess.run(["scancel", *ids], env=self.env, capture_output=True, timeout=10)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            if not subprocess.run(squeue, env=self.env, capture_output=True, text=True, timeout=10).stdout.split():
+            if not subprocess.run(
+                squeue, env=self.env, capture_output=True, text=True, timeout=10
+            ).stdout.split():
                 return
             time.sleep(0.5)
 
@@ -359,7 +378,9 @@ class LocalCluster:
     def logs(self) -> str:
         """The tails of the daemons' logs, for error messages."""
         names = ["slurmctld.log", "slurmd.log", "munged.out"]
-        return "\n".join(f"--- {name}\n{_tail(self.log_dir / name)}" for name in names if (self.log_dir / name).exists())
+        return "\n".join(
+            f"--- {name}\n{_tail(self.log_dir / name)}" for name in names if (self.log_dir / name).exists()
+        )
 
     def finished_jobs(self) -> list[dict[str, str]]:
         """jobcomp's record of every finished job, one dict of its `Key=Value` fields per job."""
