@@ -22,6 +22,7 @@ import seaborn as sns  # noqa: E402
 
 from isocompute.fitting import FitFailure, optimum_fit_from_json, reward_fit_from_json  # noqa: E402
 from isocompute.metrics import metric_names  # noqa: E402
+from isocompute.problems import read_tables  # noqa: E402
 from isocompute.specs import FigureStyle  # noqa: E402
 
 AXIS_LABELS = {
@@ -198,27 +199,27 @@ def _read_json(path: str) -> dict[str, Any]:
     return json.loads(Path(path).read_text())
 
 
-def _concat(paths: Sequence[str]) -> pd.DataFrame:
-    return pd.concat([pd.read_parquet(path) for path in paths], ignore_index=True)
-
-
-def _headline(study: Mapping[str, Any], metric: str, compute: str | None = None) -> Mapping[str, Any]:
-    return study["fits"][metric][compute or study["headline"]["compute"]]
-
-
 def render(figure: str, inputs: Mapping[str, Sequence[str]], title: str, metric: str, k: int, style: FigureStyle, paths: Sequence[str]) -> None:
     """Draw `figure` from the files in `inputs` (keys as the figure rule names them)."""
+
+    def study_fit(compute: str | None = None) -> Mapping[str, Any]:
+        """The study's fit of `metric`, in its headline compute measure unless another is named."""
+        study = _read_json(inputs["fits"][0])
+        return study["fits"][metric][compute or study["headline"]["compute"]]
+
+    frontier = lambda: plot_frontier(study_fit(), _base(inputs, metric), title, style, paths)  # noqa: E731
+    both_optima = lambda: plot_optimum([study_fit()], ["n", "b_problem"], title, style, paths)  # noqa: E731
     drawers: dict[str, Callable[[], None]] = {
-        "fig05_frontier": lambda: plot_frontier(_headline(_read_json(inputs["fits"][0]), metric), _base(inputs, metric), title, style, paths),
-        "fig06_nstar": lambda: plot_optimum([_headline(_read_json(inputs["fits"][0]), metric)], ["n"], title, style, paths),
+        "fig05_frontier": frontier,
+        "fig06_nstar": lambda: plot_optimum([study_fit()], ["n"], title, style, paths),
         "fig07_nstar_by_metric": lambda: plot_optimum_by_metric([_read_json(p) for p in inputs["fits"]], k, title, style, paths),
-        "fig08_fixed_batch_optimum": lambda: plot_optimum([_headline(_read_json(inputs["fits"][0]), metric)], ["n", "b_problem"], title, style, paths),
-        "fig09_sensitivity": lambda: plot_sensitivity(_concat(inputs["evals"]), metric, title, style, paths),
-        "fig10_joint_frontier": lambda: plot_frontier(_headline(_read_json(inputs["fits"][0]), metric), _base(inputs, metric), title, style, paths),
-        "fig11_joint_optimum": lambda: plot_optimum([_headline(_read_json(inputs["fits"][0]), metric)], ["n", "b_problem"], title, style, paths),
+        "fig08_fixed_batch_optimum": both_optima,
+        "fig09_sensitivity": lambda: plot_sensitivity(read_tables(inputs["evals"]), metric, title, style, paths),
+        "fig10_joint_frontier": frontier,
+        "fig11_joint_optimum": both_optima,
         "fig12_train_pass_rates": lambda: plot_train_pass_rates([pd.read_parquet(p) for p in inputs["pass_rates"]], title, style, paths),
         "fig23_token_compute": lambda: plot_optimum(
-            [_headline(_read_json(inputs["fits"][0]), metric, c) for c in ("compute_rollouts", "compute_tokens")], ["n"], title, style, paths
+            [study_fit(c) for c in ("compute_rollouts", "compute_tokens")], ["n"], title, style, paths
         ),
     }
     if figure not in drawers:

@@ -49,6 +49,11 @@ def load_problem_table(path_or_id: str, split: str = "train") -> pd.DataFrame:
     return validate_problem_table(dataset.to_pandas(), path_or_id)
 
 
+def read_tables(paths: list[str] | tuple[str, ...]) -> pd.DataFrame:
+    """Concatenate parquet tables (per-shard or per-run pieces of one table)."""
+    return pd.concat([pd.read_parquet(path) for path in paths], ignore_index=True)
+
+
 def write_table(table: pd.DataFrame, path: str | Path) -> None:
     """Write a parquet table under a temporary name, then rename, so no reader sees half a file."""
     path = Path(path)

@@ -6,12 +6,13 @@ import logging
 import pandas as pd
 
 from isocompute.analysis import fit_configured_study
+from isocompute.problems import read_tables
 from isocompute.workflow import start_job
 
 start_job(snakemake.log[0])
 params = snakemake.params
-evals = pd.concat([pd.read_parquet(path) for path in snakemake.input.evals], ignore_index=True)
-counts = pd.concat([pd.read_parquet(path) for path in snakemake.input.val_counts], ignore_index=True)
+evals = read_tables(snakemake.input.evals)
+counts = read_tables(snakemake.input.val_counts)
 base = pd.read_parquet(snakemake.input.base).iloc[0]
 fits = fit_configured_study(evals, counts, base, params.study, params.fits, params.k, params.recipe, params.seed)
 with open(snakemake.output.fits, "w") as handle:

@@ -2,12 +2,10 @@
 
 import logging
 
-import pandas as pd
-
-from isocompute.problems import write_table
+from isocompute.problems import read_tables, write_table
 from isocompute.workflow import start_job
 
 start_job(snakemake.log[0])
-table = pd.concat([pd.read_parquet(path) for path in snakemake.input.shards], ignore_index=True)
+table = read_tables(snakemake.input.shards)
 write_table(table.sort_values("id", ignore_index=True), snakemake.output.difficulty)
 logging.info("%d problems scored", len(table))
