@@ -21,6 +21,7 @@ rule score_difficulty:
         difficulty=config["difficulty"],
         sampling=config["sampling"],
         generation=config["generation"],
+        checker=config["problems"]["checker"],
         seed=config["seed"],
     script:
         "../workflow/scripts/score_difficulty.py"

@@ -19,6 +19,7 @@ rule evaluate_base_model:
         k=config["evaluation"]["k"],
         sampling=config["sampling"],
         generation=config["generation"],
+        checker=config["problems"]["checker"],
         seed=config["seed"],
     script:
         "../workflow/scripts/evaluate_base_model.py"
@@ -47,6 +48,7 @@ rule evaluate_run:
         evaluation=config["evaluation"],
         sampling=config["sampling"],
         generation=config["generation"],
+        checker=config["problems"]["checker"],
         seed=config["seed"],
     script:
         "../workflow/scripts/evaluate_run.py"

@@ -21,11 +21,13 @@ else:
     rule import_problem_table:
         output:
             pool="results/problems/pool.parquet",
+            excluded="results/problems/excluded.parquet",
         log:
             "logs/import_problem_table.log",
         conda:
             "../envs/isocompute.yaml"
         params:
             table=config["problems"]["table"],
+            checker=config["problems"]["checker"],
         script:
             "../workflow/scripts/import_problem_table.py"

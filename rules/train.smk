@@ -20,7 +20,13 @@ rule train_grpo:
     params:
         pretrained=config["base_model"]["pretrained"],
         point=point_of,
-        settings=config_slice("training", "sampling", "recipes", "problem_sets"),
+        # The device layout (training.processes, ...) is read from snakemake.config by the script, not
+        # passed here: moving a study to more GPUs must not rerun its finished runs.
+        settings={
+            **config_slice("sampling", "recipes", "problem_sets"),
+            "training": study_config.recipe_keys(config["training"]),
+        },
+        checker=config["problems"]["checker"],
         run_dir=lambda wildcards, output: os.path.dirname(output.checkpoints),
     script:
         "../workflow/scripts/train_grpo.py"

@@ -7,7 +7,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from isocompute.config import ConfigError, check_config
+from snakemake.utils import update_config
+
+from isocompute.config import ConfigError, check_config, validate_config
+from isocompute.grid import learning_rate
 
 from conftest import REPO
 
@@ -32,19 +35,123 @@ def test_default_config_is_valid() -> None:
 @pytest.mark.parametrize(
     ("path", "value", "message"),
     [
-        ("grid.0.n", [2, 10000], r"grid\[0\]: b_problem=16 \* n=10000 = 160000 exceeds problem_sets\.easy\.max_batch"),
+        (
+            "grid.0.n",
+            [2, 10000],
+            r"grid\[0\]: b_problem=16 \* n=10000 = 160000 exceeds problem_sets\.easy\.max_batch",
+        ),
         ("grid.0.problem_sets", ["medium"], r"grid\[0\]\.problem_sets names 'medium'"),
         ("problems.synthetic_addition.size", 900, r"problems\.synthetic_addition\.size=900 is smaller than"),
-        ("problem_sets.easy.recipe", "missing", r"problem_sets\.easy\.recipe='missing' is not a key of recipes"),
+        (
+            "problem_sets.easy.recipe",
+            "missing",
+            r"problem_sets\.easy\.recipe='missing' is not a key of recipes",
+        ),
         ("problem_sets.hard.avg_range", [0.5, 0.1], r"problem_sets\.hard\.avg_range: lower bound"),
         ("fits.metric", "avg@8", r"fits\.metric='avg@8' needs evaluation\.k=8"),
         ("training.compute_min", 10**9, r"training\.compute_min exceeds training\.compute_max"),
         ("evaluation.train_sample_size", 10**6, r"evaluation\.train_sample_size=1000000 exceeds"),
+        (
+            "training.processes",
+            3,
+            r"grid point bp4_n32_seed0 of easy: B = b_problem \* n = 128 is not divisible by training\.processes = 3",
+        ),
+        (
+            "training.accelerate_config",
+            "config/accelerate/zero9.yaml",
+            r"training\.accelerate_config: no file",
+        ),
+        (
+            "generation.vllm_engine_kwargs",
+            {"seed": 1, "dtype": "float32"},
+            r"vllm_engine_kwargs may not set \['seed'\]",
+        ),
+        (
+            "resources.train_grpo",
+            {"gpu": 2},
+            r"resources\.train_grpo\.gpu=2 does not match the 1 GPUs a run uses",
+        ),
+        ("resources.evaluate_run", {"gpu": 1}, None),
     ],
 )
-def test_semantic_errors_name_the_key(path: str, value: object, message: str) -> None:
+def test_semantic_errors_name_the_key(path: str, value: object, message: str | None) -> None:
+    if message is None:  # the control: a consistent setting passes
+        check_config(with_change(path, value))
+        return
     with pytest.raises(ConfigError, match=message):
         check_config(with_change(path, value))
+
+
+def test_vllm_parallelism_must_fit_the_gpus() -> None:
+    colocate = with_change(
+        "training.vllm", {**DEFAULT["training"]["vllm"], "mode": "colocate", "tensor_parallel_size": 2}
+    )
+    with pytest.raises(
+        ConfigError, match=r"training\.vllm\.tensor_parallel_size=2 must divide training\.processes=1"
+    ):
+        check_config(colocate)
+    server = with_change("training.vllm", {**DEFAULT["training"]["vllm"], "mode": "server", "server_gpus": 2})
+    server["resources"]["train_grpo"] = {"gpu": 2}
+    with pytest.raises(ConfigError, match=r"resources\.train_grpo\.gpu=2 does not match the 3 GPUs"):
+        check_config(server)
+    server["resources"]["train_grpo"] = {"gpu": 3}
+    check_config(server)
+    tensor = with_change("generation.tensor_parallel_size", 4)
+    tensor["resources"]["score_difficulty"] = {"gpu": 2}
+    with pytest.raises(
+        ConfigError,
+        match=r"resources\.score_difficulty\.gpu=2 is fewer than generation\.tensor_parallel_size=4",
+    ):
+        check_config(tensor)
+
+
+def preset(*names: str) -> dict:
+    """The default merged with presets, as `snakemake --configfile` merges them."""
+    config = copy.deepcopy(DEFAULT)
+    for name in names:
+        update_config(config, yaml.safe_load((REPO / "config" / "presets" / name).read_text()))
+    return config
+
+
+def test_paper_preset_is_the_papers_sweep() -> None:
+    config = preset("paper.yaml")
+    validate_config(config, REPO / "workflow" / "schemas" / "config.schema.yaml")
+    points = check_config(config)
+    for problem_set, limit, count in (("easy", 65536, 39), ("hard", 16384, 27)):
+        mine = [p for p in points if p.problem_set == problem_set]
+        assert len(mine) == count and max(p.batch for p in mine) == limit
+        assert {p.b_problem for p in mine} == {2**i for i in range(5, 11)}
+        assert {p.n for p in mine} == {2**i for i in range(3, 12 if problem_set == "easy" else 10)}
+    assert learning_rate(1024, config["training"]["lr_base"], config["training"]["lr_batch_ref"]) == 1e-6
+    assert (config["sampling"]["temperature"], config["sampling"]["max_new_tokens"]) == (0.6, 8192)
+    assert config["base_model"]["pretrained"] == "Qwen/Qwen2.5-7B-Instruct"
+
+
+@pytest.mark.parametrize(
+    ("overlay", "model"),
+    [
+        ("qwen3_4b_instruct.yaml", "Qwen/Qwen3-4B-Instruct-2507"),
+        ("llama3.1_8b_instruct.yaml", "meta-llama/Llama-3.1-8B-Instruct"),
+    ],
+)
+def test_other_base_model_presets_layer_over_the_paper(overlay: str, model: str) -> None:
+    config = preset("paper.yaml", overlay)
+    validate_config(config, REPO / "workflow" / "schemas" / "config.schema.yaml")
+    points = check_config(config)
+    assert config["base_model"]["pretrained"] == model and config["problem_sets"]["hard"]["avg_range"] == [
+        0.0,
+        0.0,
+    ]
+    assert sorted({p.n for p in points}) == [8, 16, 32, 64, 128, 256] and {p.b_problem for p in points} == {
+        32
+    }
+
+
+def test_dropping_points_over_max_batch_is_explicit() -> None:
+    config = with_change("grid.0.n", [2, 10000])
+    config["grid"][0]["drop_over_max_batch"] = True
+    n_values = {p.n for p in check_config(config)}
+    assert 2 in n_values and 10000 not in n_values
 
 
 def dry_run(tmp_path: Path, extra: str) -> subprocess.CompletedProcess[str]:
@@ -64,7 +171,10 @@ def dry_run(tmp_path: Path, extra: str) -> subprocess.CompletedProcess[str]:
     [
         ("training:\n  learning_rate: 0.1\n", "learning_rate"),
         ("difficulty:\n  samples: sixteen\n", "sixteen"),
-        ("grid:\n  - {problem_sets: [hard], b_problem: [1024], n: [32], seeds: [0]}\n", "problem_sets.hard.max_batch"),
+        (
+            "grid:\n  - {problem_sets: [hard], b_problem: [1024], n: [32], seeds: [0]}\n",
+            "problem_sets.hard.max_batch",
+        ),
     ],
 )
 def test_snakemake_refuses_bad_config_before_any_job(tmp_path: Path, extra: str, named: str) -> None:

@@ -1,15 +1,17 @@
 """The micro study through `snakemake --profile slurm` on a real single-node SLURM cluster on localhost.
 
 tests/slurm/cluster.py starts munged, slurmctld and slurmd (Debian's packages; `.ci/install-slurm`
-installs them) with fake GPUs, and the study runs with the repository's own profile, the training
-jobs asking for a GPU. The test checks that every non-local job went through sbatch and completed, that
-exactly the training jobs were given the GPU, and that the study is complete afterwards. It skips where
+installs them) with two fake GPUs, and the study runs with the repository's own profile, each training
+job asking for both and running as two processes under `accelerate launch` (on the CPU: gloo). The test
+checks that every non-local job went through sbatch and completed, that exactly the training jobs were
+given the GPUs and ran launched, and that the study is complete afterwards. It skips where
 the daemons are not installed or it is not root, and always stops what it started.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import shutil
 import subprocess
@@ -37,7 +39,8 @@ TEST_FLAGS = [
     "--latency-wait",
     "5",
 ]
-GPU_CONFIG = "resources:\n  train_grpo:\n    gpu: 1\n"
+# Two training processes per run, one per fake GPU: the multi-GPU path (accelerate launch) through SLURM.
+GPU_CONFIG = "training:\n  processes: 2\n  per_device_batch_max: 4\nresources:\n  train_grpo:\n    gpu: 2\n"
 RUN_TIMEOUT = 600
 
 
@@ -61,7 +64,7 @@ def cluster():
         pytest.skip(reason)
     # munged's socket path must stay short, so the state lives in a short folder of its own
     root = Path(tempfile.mkdtemp(prefix="isocompute-slurm-"))
-    # two fake GPUs, one per CPU of the 2-core machine, so the study's training jobs run side by side
+    # two fake GPUs, one per CPU of the 2-core machine, both for each training job's two processes
     local = cluster_module.LocalCluster(root, gpus=2)
     try:
         local.start()
@@ -142,14 +145,18 @@ def test_every_cluster_job_went_through_sbatch_and_finished(cluster, slurm_study
 
 
 @pytest.mark.slow
-def test_only_training_jobs_got_the_gpu(cluster, slurm_study) -> None:
-    _, output = slurm_study
+def test_only_training_jobs_got_the_gpus_and_ran_launched(cluster, slurm_study) -> None:
+    workdir, output = slurm_study
     run_id = re.search(r"SLURM run ID: (\S+)", output).group(1)
     jobs = _queue(cluster, run_id)
     training = [job for job in jobs if job["comment"].startswith("rule_train_grpo")]
     assert training and len(training) == len(re.findall(r"^rule train_grpo:$", output, flags=re.M))
-    # `resources: gpu=1` became `sbatch --gpus=1`, which SLURM records as the job's TRES request
-    assert {job["tres"] for job in training} == {"gres:gpu:1"}, training
+    # `resources: gpu=2` became `sbatch --gpus=2`, which SLURM records as the job's TRES request
+    assert {job["tres"] for job in training} == {"gres:gpu:2"}, training
+    # each run went through `accelerate launch` with two processes (its job file records the layout)
+    for job_file in (workdir / "results/train").glob("*/*/job.json"):
+        assert json.loads(job_file.read_text())["job"]["launch"]["processes"] == 2
+    assert len(list((workdir / "results/train").glob("*/*/job.json"))) == len(training)
     # CPU rules dropped gpu=0 and asked for nothing
     assert {job["tres"] for job in jobs if job not in training} == {"N/A"}, jobs
 

@@ -5,10 +5,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from transformers import AutoTokenizer
 
-from isocompute.grid import GridPoint, checkpoint_steps
-from isocompute.specs import Recipe, SamplingSpec, TrainingSpec
-from isocompute.training import build_trainer, grpo_args, per_device_batch, train_run
+from isocompute.answers import reward_function
+from isocompute.grid import GridError, GridPoint, batch_split, checkpoint_steps
+from isocompute.specs import LaunchSpec, Recipe, RolloutEngine, SamplingSpec, TrainingSpec
+from isocompute.training import build_trainer, grpo_args, train_run
 
 SAMPLING = SamplingSpec(temperature=1.0, top_p=1.0, max_new_tokens=4)
 
@@ -27,20 +29,28 @@ def spec(compute_max: int = 96, points: int = 3) -> TrainingSpec:
 
 
 @pytest.mark.parametrize(
-    ("b_problem", "n", "world", "accum", "expected"),
-    [(32, 8, 1, 1, 256), (32, 8, 8, 1, 32), (32, 8, 4, 2, 32), (1024, 64, 8, 16, 512)],
+    ("b_problem", "n", "processes", "per_device_max", "per_device", "accumulation"),
+    [
+        (32, 8, 1, 1024, 256, 1),
+        (32, 8, 8, 1024, 32, 1),
+        (32, 8, 4, 32, 32, 2),
+        (1024, 64, 8, 512, 512, 16),
+        (3, 5, 1, 4, 3, 5),
+    ],
 )
 def test_batch_mapping_keeps_one_step_per_b_problem_times_n(
-    b_problem: int, n: int, world: int, accum: int, expected: int
+    b_problem: int, n: int, processes: int, per_device_max: int, per_device: int, accumulation: int
 ) -> None:
-    per_device = per_device_batch(b_problem, n, world, accum)
-    assert per_device == expected
-    assert per_device * world * accum == b_problem * n
+    launch = LaunchSpec(processes, per_device_max, activation_checkpointing=False, accelerate_config=None)
+    args = grpo_args(GridPoint("easy", b_problem, n, 0), spec(), Recipe(0.0, 0.0), "unused", launch)
+    assert (args.per_device_train_batch_size, args.gradient_accumulation_steps) == (per_device, accumulation)
+    assert args.steps_per_generation == accumulation
+    assert per_device * processes * accumulation == b_problem * n
 
 
 def test_batch_mapping_rejects_indivisible_batches() -> None:
-    with pytest.raises(ValueError, match="not divisible"):
-        per_device_batch(3, 3, 2, 1)
+    with pytest.raises(GridError, match=r"B = b_problem \* n = 9 is not divisible by training.processes = 2"):
+        batch_split(9, 2, 64)
 
 
 def test_recipe_reaches_trl_config(tmp_path: Path) -> None:
@@ -58,7 +68,9 @@ def test_one_optimizer_step_consumes_b_problem_times_n_rollouts_from_b_problem_p
     point = GridPoint("easy", 4, 3, 0)
     batches: list[list[str]] = []
 
-    def recording_reward(prompts: list[str], completions: list[str], answer: list[str], **_: object) -> list[float]:
+    def recording_reward(
+        prompts: list[str], completions: list[str], answer: list[str], **_: object
+    ) -> list[float]:
         batches.append(list(prompts))
         return [float(c.strip() == a) for c, a in zip(completions, answer)]
 
@@ -89,7 +101,9 @@ def test_run_saves_at_compute_points_logs_every_step_and_is_deterministic(
     pd.testing.assert_frame_equal(table, again)
 
 
-def test_training_resumes_from_its_last_checkpoint(tiny_model: str, pool: pd.DataFrame, tmp_path: Path) -> None:
+def test_training_resumes_from_its_last_checkpoint(
+    tiny_model: str, pool: pd.DataFrame, tmp_path: Path
+) -> None:
     point = GridPoint("easy", 4, 2, 0)
     full, _ = train_run(tiny_model, pool, point, spec(), Recipe(0.0, 0.0), tmp_path / "full")
     run_dir = tmp_path / "resumed"
@@ -102,9 +116,70 @@ def test_training_resumes_from_its_last_checkpoint(tiny_model: str, pool: pd.Dat
     pd.testing.assert_frame_equal(full, resumed)
 
 
-def test_changed_settings_restart_instead_of_resuming(tiny_model: str, pool: pd.DataFrame, tmp_path: Path) -> None:
+def test_changed_settings_restart_instead_of_resuming(
+    tiny_model: str, pool: pd.DataFrame, tmp_path: Path
+) -> None:
     point = GridPoint("easy", 4, 2, 0)
     train_run(tiny_model, pool, point, spec(), Recipe(0.0, 0.0), tmp_path)
-    table, manifest = train_run(tiny_model, pool, point, spec(compute_max=48, points=2), Recipe(0.0, 0.0), tmp_path)
+    table, manifest = train_run(
+        tiny_model, pool, point, spec(compute_max=48, points=2), Recipe(0.0, 0.0), tmp_path
+    )
     assert len(table) == 6 and [m["step"] for m in manifest] == [3, 6]
     assert not (tmp_path / "checkpoint-12").exists()
+
+
+def test_vllm_rollouts_with_truncated_importance_sampling_reach_trl_config(tmp_path: Path) -> None:
+    colocate = RolloutEngine("colocate", 0.35, 2, 1, "token_truncate", 2.0)
+    with_vllm = TrainingSpec(1e-6, 1024, 10, 1024, 4096, 2, "grpo", SAMPLING, colocate)
+    args = grpo_args(GridPoint("easy", 32, 8, 0), with_vllm, Recipe(0.0, 0.0), tmp_path, ports=(41000, 41001))
+    assert args.use_vllm and args.vllm_mode == "colocate"
+    assert args.vllm_gpu_memory_utilization == 0.35 and args.vllm_tensor_parallel_size == 2
+    assert args.vllm_importance_sampling_correction and args.vllm_importance_sampling_mode == "token_truncate"
+    assert args.vllm_importance_sampling_clip_max == 2.0
+    assert (args.vllm_server_port, args.vllm_group_port) == (41000, 41001)
+    no_correction = TrainingSpec(
+        1e-6, 1024, 10, 1024, 4096, 2, "grpo", SAMPLING, RolloutEngine("server", 0.9, 1, 1, None, 2.0)
+    )
+    assert not grpo_args(
+        GridPoint("easy", 32, 8, 0), no_correction, Recipe(0.0, 0.0), tmp_path
+    ).vllm_importance_sampling_correction
+    assert not grpo_args(GridPoint("easy", 32, 8, 0), spec(), Recipe(0.0, 0.0), tmp_path).use_vllm
+
+
+def test_chat_prompts_reach_trl_as_conversations(tiny_model: str, pool: pd.DataFrame, tmp_path: Path) -> None:
+    model = tmp_path / "chat_model"
+    shutil.copytree(tiny_model, model)
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
+    tokenizer.save_pretrained(model)
+    seen: list[tuple[object, object]] = []
+    reward = reward_function("exact")
+
+    def recording_reward(
+        prompts: list[object], completions: list[object], answer: list[str], **_: object
+    ) -> list[float]:
+        seen.append((prompts[0], completions[0]))
+        return reward(completions, answer=answer)
+
+    chat = TrainingSpec(1e-4, 64, 2, 8, 16, 2, "grpo", SamplingSpec(1.0, 1.0, 4, chat_template=True))
+    args = grpo_args(GridPoint("easy", 4, 2, 0), chat, Recipe(0.0, 0.0), tmp_path / "run")
+    trainer = build_trainer(str(model), pool, args, [], recording_reward, chat_template=True)
+    trainer.train()
+    prompt, completion = seen[0]
+    assert (
+        isinstance(prompt, list)
+        and prompt[0]["role"] == "user"
+        and prompt[0]["content"] in set(pool["prompt"])
+    )
+    assert isinstance(completion, list) and completion[0]["role"] == "assistant"
+
+
+def test_resume_checkpoints_roll_while_compute_points_stay(
+    tiny_model: str, pool: pd.DataFrame, tmp_path: Path
+) -> None:
+    point = GridPoint("easy", 4, 2, 0)
+    args = grpo_args(point, spec(), Recipe(0.0, 0.0), tmp_path)
+    trainer = build_trainer(tiny_model, pool, args, [3, 6], reward_function("exact"), resume_every=5)
+    trainer.train()
+    # Saved at 3, 5, 6 and 10 of 12 steps; the resume checkpoint of step 5 gave way to that of step 10.
+    assert sorted(int(p.name.split("-")[1]) for p in tmp_path.glob("checkpoint-*")) == [3, 6, 10]

@@ -15,6 +15,7 @@ from transformers import AutoModelForCausalLM
 from isocompute.artifacts import describe
 
 from conftest import REPO
+from test_problems import guru_rows
 
 MICRO = ".test/config_micro/config.yaml"
 WORKFLOW_PARTS = ["Snakefile", "rules", "workflow", "config", "envs", ".test"]
@@ -30,13 +31,18 @@ def snakemake(workdir: Path, *args: str, configfiles: tuple[str, ...] = (MICRO,)
     )
 
 
-@pytest.fixture(scope="module")
-def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished micro study."""
-    workdir = tmp_path_factory.mktemp("study")
+def scratch_workflow(workdir: Path) -> Path:
+    """A copy of the workflow to run in, so tests never write into the repository."""
     for part in WORKFLOW_PARTS:
         source = REPO / part
         (shutil.copytree if source.is_dir() else shutil.copy)(source, workdir / part)
+    return workdir
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished micro study."""
+    workdir = scratch_workflow(tmp_path_factory.mktemp("study"))
     result = snakemake(workdir)
     assert result.returncode == 0, result.stderr[-4000:]
     return workdir
@@ -120,6 +126,17 @@ def test_second_run_has_nothing_to_do(study: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_new_device_layout_reruns_no_training(study: Path) -> None:
+    layout = "training:\n  per_device_batch_max: 2\n  activation_checkpointing: true\n  resume_every_steps: 2\n"
+    (study / "layout.yaml").write_text(layout)
+    result = snakemake(study, "-n", configfiles=(MICRO, "layout.yaml"))
+    assert result.returncode == 0 and "Nothing to be done" in result.stdout + result.stderr
+    (study / "recipe.yaml").write_text("training:\n  warmup_steps: 3\n")
+    result = snakemake(study, "-n", configfiles=(MICRO, "recipe.yaml"))
+    assert result.returncode == 0 and "train_grpo" in result.stdout
+
+
+@pytest.mark.slow
 def test_a_plotting_option_reruns_only_that_figure(study: Path) -> None:
     (study / "style.yaml").write_text("figures:\n  palette: magma\n")
     frontier = study / "results/figures/easy/bp4/fig05_frontier.png"
@@ -140,3 +157,21 @@ def test_report_bundles_every_figure(study: Path) -> None:
         names = bundle.namelist()
     for figure in ("fig05_frontier", "fig06_nstar", "fig08_fixed_batch_optimum", "fig10_joint_frontier", "fig09_sensitivity"):
         assert any(name.endswith(f"{figure}.png") for name in names), figure
+
+
+def test_guru_math_imports_through_its_rule_and_reports_excluded_rows(tmp_path: Path) -> None:
+    workdir = scratch_workflow(tmp_path)
+    pd.DataFrame(guru_rows()).to_parquet(workdir / "guru.parquet")
+    (workdir / "guru.yaml").write_text(
+        "problems:\n  source: table\n  checker: math_verify\n"
+        "  table: {path: guru.parquet, split: train, schema: guru, data_files: null}\n"
+        "base_model:\n  pretrained: models/never-loaded-by-this-target\n"
+    )
+    result = snakemake(workdir, "results/problems/pool.parquet", configfiles=(MICRO, "guru.yaml"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    pool = pd.read_parquet(workdir / "results/problems/pool.parquet")
+    excluded = pd.read_parquet(workdir / "results/problems/excluded.parquet")
+    assert len(pool) == 3 and excluded["id"].tolist() == [f"math__deepscaler-{row}" for row in (2, 3, 4, 5)]
+    log = (workdir / "logs/import_problem_table.log").read_text()
+    assert "excluded math__deepscaler-3 (row 3): answer '?' cannot be read by math_verify" in log
+    assert "imported 3 problems from guru.parquet; excluded 4 rows" in log

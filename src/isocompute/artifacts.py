@@ -13,6 +13,7 @@ from isocompute.studies import FIGURES
 
 CATALOGUE: list[tuple[str, str]] = [
     ("problems/pool.parquet", "problem pool: one row per problem with `id`, `prompt`, `answer`"),
+    ("problems/excluded.parquet", "rows of an imported table left out of the pool, with `id`, `row`, `reason`"),
     ("base_model/model/*", "the base model built by the pipeline (load with `from_pretrained` on this folder)"),
     ("base_model/pretrain_log.parquet", "supervised loss per step of the base model's pre-training"),
     ("difficulty/shards/shard*.parquet", "one shard of difficulty bucketing (per-problem correct counts)"),
@@ -24,6 +25,7 @@ CATALOGUE: list[tuple[str, str]] = [
     ("problem_sets/*/train.parquet", "a problem set's training problems with their base-model avg@16"),
     ("problem_sets/*/val.parquet", "a problem set's held-out validation problems"),
     ("train/*/*/run_settings.json", "the settings a run was trained with (a changed setting restarts it)"),
+    ("train/*/*/job.json", "a launched run's job: what every `accelerate launch` rank reads, with its resume point"),
     ("train/*/*/train_log.parquet", "per optimizer step: reward, entropy, KL, response length, lr, compute"),
     ("train/*/*/checkpoints.json", "the run's checkpoints with the compute (rollouts, tokens) at each"),
     ("train/*/*/checkpoint-*/*", "a GRPO checkpoint saved at one of the study's log-spaced compute points"),

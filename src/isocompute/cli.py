@@ -99,7 +99,39 @@ def parser() -> argparse.ArgumentParser:
     advise.add_argument("--compute", type=float, required=True, help="budget C in rollouts")
     advise.add_argument("--metric", help="default: the file's headline metric")
     advise.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_plan_parser(commands)
     return main
+
+
+def add_plan_parser(commands: argparse._SubParsersAction) -> None:
+    """`isocompute plan`: jobs and GPU-hours per rule of a dry run, to size a preset before submitting."""
+    sizing = commands.add_parser("plan", help="jobs and GPU-hours per rule that the workflow would request")
+    sizing.add_argument(
+        "--configfile",
+        "--configfiles",
+        dest="configfiles",
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        help="config files overlaid on the Snakefile's own, in order (as snakemake's)",
+    )
+    sizing.add_argument("--snakefile", help="default: the Snakefile of the current directory")
+    sizing.add_argument("--directory", default=".", help="working directory of the workflow (default: .)")
+    sizing.add_argument(
+        "--pending",
+        action="store_true",
+        help="only the jobs `snakemake -n` would run now (default: the whole workflow)",
+    )
+
+
+def plan_command(args: argparse.Namespace) -> str:
+    """The plan of `args` as a text table; a bad config raises `PlanError` (a ValueError) with its message.
+
+    Imported here so that `fit` and `recommend` do not pay for importing Snakemake.
+    """
+    from isocompute.plan import format_table, plan
+
+    return format_table(plan(args.configfiles, args.snakefile, args.directory, pending_only=args.pending))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -110,6 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             Path(args.out).write_text(json.dumps(result, indent=2))
             optimum = result["fits"][args.metric][COMPUTE[args.compute]]["optimum"]
             print(json.dumps({column: {k: v for k, v in fit.items() if k != "samples"} for column, fit in optimum.items()}, indent=2))
+        elif args.command == "plan":
+            print(plan_command(args))
         else:
             advice = recommend(json.loads(Path(args.fits).read_text()), args.compute, args.metric)
             print(json.dumps(advice, indent=2) if args.json else describe(advice))

@@ -17,8 +17,21 @@ from typing import Any
 import jsonschema
 import yaml
 
-from isocompute.grid import GridError, GridPoint, expand_grid
-from isocompute.specs import BaseModelSpec, FigureStyle, ProblemSetSpec, Recipe, SamplingSpec, TrainingSpec
+from isocompute.grid import GridError, GridPoint, batch_split, expand_grid
+from isocompute.specs import (
+    BaseModelSpec,
+    FigureStyle,
+    LaunchSpec,
+    ProblemSetSpec,
+    Recipe,
+    RolloutEngine,
+    SamplingSpec,
+    TrainingSpec,
+)
+
+# Keys of `vllm.LLM` that other config keys set: `generation.vllm_engine_kwargs` may not repeat them.
+VLLM_ENGINE_RESERVED = ("model", "seed", "tensor_parallel_size")
+GENERATION_RULES = ("score_difficulty", "evaluate_base_model", "evaluate_run")
 from isocompute.studies import Study, StudyError, configured_studies
 
 Config = Mapping[str, Any]
@@ -43,7 +56,12 @@ def validate_config(config: Config, schema_path: str | Path) -> None:
 
 def sampling_spec(sampling: Mapping[str, Any]) -> SamplingSpec:
     """From the `sampling` block."""
-    return SamplingSpec(float(sampling["temperature"]), float(sampling["top_p"]), int(sampling["max_new_tokens"]))
+    return SamplingSpec(
+        float(sampling["temperature"]),
+        float(sampling["top_p"]),
+        int(sampling["max_new_tokens"]),
+        bool(sampling["chat_template"]),
+    )
 
 
 def base_model_spec(config: Config) -> BaseModelSpec:
@@ -56,7 +74,9 @@ def base_model_spec(config: Config) -> BaseModelSpec:
 
 def problem_set_specs(config: Config) -> list[ProblemSetSpec]:
     return [
-        ProblemSetSpec(name, float(s["avg_range"][0]), float(s["avg_range"][1]), s["train_size"], s["val_size"])
+        ProblemSetSpec(
+            name, float(s["avg_range"][0]), float(s["avg_range"][1]), s["train_size"], s["val_size"]
+        )
         for name, s in config["problem_sets"].items()
     ]
 
@@ -77,7 +97,54 @@ def training_spec(config: Config) -> TrainingSpec:
         checkpoint_points=int(training["checkpoint_points"]),
         loss_type=str(training["loss_type"]),
         sampling=sampling_spec(config["sampling"]),
+        rollout_engine=rollout_engine(training["vllm"]),
     )
+
+
+def rollout_engine(vllm: Mapping[str, Any]) -> RolloutEngine | None:
+    """From `training.vllm`; None (TRL generates with transformers) when `mode` is null."""
+    if vllm["mode"] is None:
+        return None
+    return RolloutEngine(
+        mode=str(vllm["mode"]),
+        gpu_memory_utilization=float(vllm["gpu_memory_utilization"]),
+        tensor_parallel_size=int(vllm["tensor_parallel_size"]),
+        server_gpus=int(vllm["server_gpus"]),
+        importance_sampling=vllm["importance_sampling"],
+        importance_sampling_cap=float(vllm["importance_sampling_cap"]),
+    )
+
+
+# The `training` keys that lay a run out on devices without changing what it computes.
+LAUNCH_KEYS = (
+    "processes",
+    "per_device_batch_max",
+    "activation_checkpointing",
+    "accelerate_config",
+    "resume_every_steps",
+)
+
+
+def recipe_keys(training: Mapping[str, Any]) -> dict[str, Any]:
+    """The `training` block without its device layout: what a run computes, and so what reruns it."""
+    return {key: value for key, value in training.items() if key not in LAUNCH_KEYS}
+
+
+def launch_spec(training: Mapping[str, Any]) -> LaunchSpec:
+    """From the `training` block's device layout keys."""
+    return LaunchSpec(
+        processes=int(training["processes"]),
+        per_device_batch_max=int(training["per_device_batch_max"]),
+        activation_checkpointing=bool(training["activation_checkpointing"]),
+        accelerate_config=training["accelerate_config"],
+        resume_every_steps=training["resume_every_steps"],
+    )
+
+
+def training_gpus(training: Mapping[str, Any]) -> int:
+    """GPUs one training job uses: one per process, plus the vLLM server's in server mode."""
+    server = training["vllm"]["server_gpus"] if training["vllm"]["mode"] == "server" else 0
+    return int(training["processes"]) + int(server)
 
 
 def figure_style(figures: Mapping[str, Any]) -> FigureStyle:
@@ -91,7 +158,9 @@ def rule_resources(config: Config, rule: str) -> dict[str, Any]:
     A GPU count of 0 is dropped too, so CPU rules never ask SLURM for `--gpus=0`.
     """
     merged = {**config["resources"]["default"], **config["resources"].get(rule, {})}
-    return {key: value for key, value in merged.items() if value is not None and not (key == "gpu" and value == 0)}
+    return {
+        key: value for key, value in merged.items() if value is not None and not (key == "gpu" and value == 0)
+    }
 
 
 def grid_points(config: Config) -> list[GridPoint]:
@@ -110,7 +179,9 @@ def check_config(config: Config) -> list[GridPoint]:
     if problems["source"] == "synthetic_addition":
         task = problems.get("synthetic_addition")
         if task is None:
-            raise ConfigError("problems.synthetic_addition is required when problems.source is 'synthetic_addition'")
+            raise ConfigError(
+                "problems.synthetic_addition is required when problems.source is 'synthetic_addition'"
+            )
         if task["min_digits"] > task["max_digits"]:
             raise ConfigError("problems.synthetic_addition.min_digits exceeds max_digits")
         wanted = sum(s["train_size"] + s["val_size"] for s in config["problem_sets"].values())
@@ -124,10 +195,14 @@ def check_config(config: Config) -> list[GridPoint]:
         if "builtin" not in model:
             raise ConfigError("base_model needs either pretrained (a path or hub id) or builtin")
         if problems["source"] != "synthetic_addition":
-            raise ConfigError("base_model.builtin is trained on the synthetic task: set base_model.pretrained")
+            raise ConfigError(
+                "base_model.builtin is trained on the synthetic task: set base_model.pretrained"
+            )
         builtin = model["builtin"]
         if builtin["hidden_size"] % builtin["num_heads"] or builtin["num_heads"] % builtin["num_kv_heads"]:
-            raise ConfigError("base_model.builtin: num_heads must divide hidden_size and num_kv_heads num_heads")
+            raise ConfigError(
+                "base_model.builtin: num_heads must divide hidden_size and num_kv_heads num_heads"
+            )
     for name, spec in config["problem_sets"].items():
         low, high = spec["avg_range"]
         if low > high:
@@ -145,9 +220,50 @@ def check_config(config: Config) -> list[GridPoint]:
     metric_k = int(config["fits"]["metric"].split("@")[1])
     if metric_k != config["evaluation"]["k"]:
         raise ConfigError(f"fits.metric={config['fits']['metric']!r} needs evaluation.k={metric_k}")
+    _check_devices(config)
     points = grid_points(config)
+    for point in points:
+        try:
+            batch_split(point.batch, training["processes"], training["per_device_batch_max"])
+        except GridError as error:
+            raise ConfigError(f"grid point {point.run} of {point.problem_set}: {error}") from None
     studies_of(config, points)
     return points
+
+
+def _check_devices(config: Config) -> None:
+    """GPU-side keys that must agree: the job's GPU request, processes, vLLM parallelism, engine kwargs."""
+    training, generation = config["training"], config["generation"]
+    vllm = training["vllm"]
+    if vllm["mode"] == "colocate" and training["processes"] % vllm["tensor_parallel_size"]:
+        raise ConfigError(
+            f"training.vllm.tensor_parallel_size={vllm['tensor_parallel_size']} must divide "
+            f"training.processes={training['processes']} in colocate mode"
+        )
+    if vllm["mode"] == "server" and vllm["server_gpus"] % vllm["tensor_parallel_size"]:
+        raise ConfigError(
+            f"training.vllm.tensor_parallel_size={vllm['tensor_parallel_size']} must divide "
+            f"training.vllm.server_gpus={vllm['server_gpus']}"
+        )
+    accelerate_config = training["accelerate_config"]
+    if accelerate_config and not Path(accelerate_config).is_file():
+        raise ConfigError(f"training.accelerate_config: no file {accelerate_config!r}")
+    train_gpus = rule_resources(config, "train_grpo").get("gpu", 0)
+    if train_gpus and train_gpus != training_gpus(training):
+        raise ConfigError(
+            f"resources.train_grpo.gpu={train_gpus} does not match the {training_gpus(training)} GPUs a run "
+            f"uses (training.processes, plus training.vllm.server_gpus in server mode)"
+        )
+    reserved = sorted(set(VLLM_ENGINE_RESERVED) & set(generation["vllm_engine_kwargs"]))
+    if reserved:
+        raise ConfigError(f"generation.vllm_engine_kwargs may not set {reserved}: other keys set them")
+    for rule in GENERATION_RULES:
+        gpus = rule_resources(config, rule).get("gpu", 0)
+        if gpus and gpus < generation["tensor_parallel_size"]:
+            raise ConfigError(
+                f"resources.{rule}.gpu={gpus} is fewer than generation.tensor_parallel_size="
+                f"{generation['tensor_parallel_size']}"
+            )
 
 
 def studies_of(config: Config, points: list[GridPoint]) -> list[Study]:

@@ -25,9 +25,11 @@ def shard_of(table: pd.DataFrame, shard: int, shards: int) -> pd.DataFrame:
     return table.iloc[shard::shards]
 
 
-def score_problems(problems: pd.DataFrame, sampler: Sampler, samples: int) -> pd.DataFrame:
-    """Per problem: correct count out of `samples` and avg@`samples`."""
-    n_correct, mean_tokens = count_correct(sampler, problems["prompt"].tolist(), problems["answer"].tolist(), samples)
+def score_problems(problems: pd.DataFrame, sampler: Sampler, samples: int, checker: str) -> pd.DataFrame:
+    """Per problem: correct count out of `samples` (under `checker`) and avg@`samples`."""
+    n_correct, mean_tokens = count_correct(
+        sampler, problems["prompt"].tolist(), problems["answer"].tolist(), samples, checker
+    )
     return pd.DataFrame(
         {
             "id": problems["id"].to_numpy(),

@@ -15,15 +15,22 @@ from isocompute.grid import GridPoint
 from isocompute.metrics import summarize_counts
 
 
-def per_problem_counts(sampler: Sampler, problems: pd.DataFrame, k: int) -> pd.DataFrame:
-    """Per problem: correct samples out of k and mean response length in tokens."""
-    n_correct, mean_tokens = count_correct(sampler, problems["prompt"].tolist(), problems["answer"].tolist(), k)
-    return pd.DataFrame({"id": problems["id"].to_numpy(), "n_correct": n_correct, "mean_response_tokens": mean_tokens})
+def per_problem_counts(sampler: Sampler, problems: pd.DataFrame, k: int, checker: str) -> pd.DataFrame:
+    """Per problem: correct samples out of k (under `checker`) and mean response length in tokens."""
+    n_correct, mean_tokens = count_correct(
+        sampler, problems["prompt"].tolist(), problems["answer"].tolist(), k, checker
+    )
+    return pd.DataFrame(
+        {"id": problems["id"].to_numpy(), "n_correct": n_correct, "mean_response_tokens": mean_tokens}
+    )
 
 
 def summary_row(counts: pd.DataFrame, k: int) -> dict[str, float]:
     """The metrics of one checkpoint on one problem set."""
-    return {**summarize_counts(counts["n_correct"], k), "mean_response_tokens": float(counts["mean_response_tokens"].mean())}
+    return {
+        **summarize_counts(counts["n_correct"], k),
+        "mean_response_tokens": float(counts["mean_response_tokens"].mean()),
+    }
 
 
 def evaluate_checkpoints(
@@ -35,16 +42,33 @@ def evaluate_checkpoints(
     train_sample: pd.DataFrame,
     k: int,
     train_k: int,
+    checker: str,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Score every checkpoint; return the tidy metrics table, validation counts and training pass rates."""
-    keys = {"run": point.run, "problem_set": point.problem_set, "b_problem": point.b_problem, "n": point.n, "seed": point.seed}
+    keys = {
+        "run": point.run,
+        "problem_set": point.problem_set,
+        "b_problem": point.b_problem,
+        "n": point.n,
+        "seed": point.seed,
+    }
     rows, val_counts, train_rates = [], [], []
     for checkpoint in manifest:
         sampler = make_sampler(f"{run_dir}/{checkpoint['path']}")
-        at = {**keys, "step": checkpoint["step"], "compute_rollouts": checkpoint["compute_rollouts"], "compute_tokens": checkpoint["compute_tokens"]}
-        counts = per_problem_counts(sampler, val_problems, k)
+        at = {
+            **keys,
+            "step": checkpoint["step"],
+            "compute_rollouts": checkpoint["compute_rollouts"],
+            "compute_tokens": checkpoint["compute_tokens"],
+        }
+        counts = per_problem_counts(sampler, val_problems, k, checker)
         rows.append({**at, **summary_row(counts, k)})
         val_counts.append(counts.assign(**at))
-        train_counts = per_problem_counts(sampler, train_sample, train_k)
+        train_counts = per_problem_counts(sampler, train_sample, train_k, checker)
         train_rates.append(train_counts.assign(pass_rate=train_counts["n_correct"] / train_k, **at))
-    return pd.DataFrame(rows), pd.concat(val_counts, ignore_index=True), pd.concat(train_rates, ignore_index=True)
+        sampler.close()
+    return (
+        pd.DataFrame(rows),
+        pd.concat(val_counts, ignore_index=True),
+        pd.concat(train_rates, ignore_index=True),
+    )

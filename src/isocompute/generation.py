@@ -16,6 +16,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from isocompute.answers import is_correct
+from isocompute.prompts import model_input
 from isocompute.specs import SamplingSpec
 
 
@@ -28,9 +29,11 @@ class Completion:
 
 
 class Sampler(Protocol):
-    """k completions for each prompt, in prompt order."""
+    """k completions for each prompt, in prompt order; `close` frees the model before the next loads."""
 
     def sample(self, prompts: Sequence[str], k: int) -> list[list[Completion]]: ...
+
+    def close(self) -> None: ...
 
 
 class TransformersSampler:
@@ -50,7 +53,10 @@ class TransformersSampler:
         results: list[list[Completion]] = []
         per_batch = max(1, self.batch_size // k)
         for start in range(0, len(prompts), per_batch):
-            chunk = list(prompts[start : start + per_batch])
+            chunk = [
+                model_input(self.tokenizer, p, self.sampling.chat_template)
+                for p in prompts[start : start + per_batch]
+            ]
             encoded = self.tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
             with torch.no_grad():
                 output = self.model.generate(
@@ -68,10 +74,11 @@ class TransformersSampler:
             texts = self.tokenizer.batch_decode(generated, skip_special_tokens=True)
             lengths = _completion_lengths(generated, eos, pad)
             for row in range(len(chunk)):
-                results.append(
-                    [Completion(texts[row * k + j], lengths[row * k + j]) for j in range(k)]
-                )
+                results.append([Completion(texts[row * k + j], lengths[row * k + j]) for j in range(k)])
         return results
+
+    def close(self) -> None:
+        """Nothing held beyond what garbage collection frees."""
 
 
 def _completion_lengths(generated: torch.Tensor, eos: int, pad: int) -> list[int]:
@@ -91,17 +98,34 @@ def _completion_lengths(generated: torch.Tensor, eos: int, pad: int) -> list[int
 
 
 class VLLMSampler:
-    """vLLM's offline engine: one request per prompt with `n = k` samples, tensor parallel from config."""
+    """vLLM's offline engine: one request per prompt with `n = k` samples, tensor parallel from config.
+
+    `engine_kwargs` (config `generation.vllm_engine_kwargs`) go to `vllm.LLM` as they are: `max_model_len`,
+    `gpu_memory_utilization`, `dtype`, `enforce_eager`, or a CPU build's `kv_cache_memory_bytes`.
+
+    The seed goes to the engine only. A per-request `SamplingParams(seed=...)` would give the j-th sample
+    of every prompt the same random stream (vLLM seeds child j with seed + j), so the k samples of
+    different prompts would be correlated and avg@k across problems would not be independent.
+    """
 
     def __init__(
-        self, model_path: str, sampling: SamplingSpec, seed: int, tensor_parallel_size: int = 1
+        self,
+        model_path: str,
+        sampling: SamplingSpec,
+        seed: int,
+        tensor_parallel_size: int = 1,
+        engine_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
         from vllm import LLM, SamplingParams
 
-        self.engine = LLM(model=model_path, seed=seed, tensor_parallel_size=tensor_parallel_size)
+        self.engine = LLM(
+            model=model_path,
+            seed=seed,
+            tensor_parallel_size=tensor_parallel_size,
+            **dict(engine_kwargs or {}),
+        )
         self.params = SamplingParams
         self.sampling = sampling
-        self.seed = seed
 
     def sample(self, prompts: Sequence[str], k: int) -> list[list[Completion]]:
         params = self.params(
@@ -109,10 +133,19 @@ class VLLMSampler:
             temperature=self.sampling.temperature,
             top_p=self.sampling.top_p,
             max_tokens=self.sampling.max_new_tokens,
-            seed=self.seed,
         )
-        outputs = self.engine.generate(list(prompts), params, use_tqdm=False)
+        tokenizer = self.engine.get_tokenizer()
+        texts = [model_input(tokenizer, p, self.sampling.chat_template) for p in prompts]
+        outputs = self.engine.generate(texts, params, use_tqdm=False)
         return [[Completion(o.text, len(o.token_ids)) for o in output.outputs] for output in outputs]
+
+    def close(self) -> None:
+        """Shut the engine down and free its GPU memory: evaluation loads one engine per checkpoint, and
+        a second engine beside an undeleted first one runs out of memory."""
+        from vllm.distributed.parallel_state import cleanup_dist_env_and_memory
+
+        del self.engine
+        cleanup_dist_env_and_memory()
 
 
 def vllm_usable() -> bool:
@@ -120,7 +153,9 @@ def vllm_usable() -> bool:
     return importlib.util.find_spec("vllm") is not None and torch.cuda.is_available()
 
 
-def make_sampler(generation: Mapping[str, Any], model_path: str, sampling: SamplingSpec, seed: int) -> Sampler:
+def make_sampler(
+    generation: Mapping[str, Any], model_path: str, sampling: SamplingSpec, seed: int
+) -> Sampler:
     """The sampler the config's `generation` block asks for.
 
     `generation.backend` is "vllm", "transformers" or "auto" (vLLM where usable, else transformers).
@@ -129,17 +164,25 @@ def make_sampler(generation: Mapping[str, Any], model_path: str, sampling: Sampl
     if backend == "auto":
         backend = "vllm" if vllm_usable() else "transformers"
     if backend == "vllm":
-        return VLLMSampler(model_path, sampling, seed, generation.get("tensor_parallel_size", 1))
+        return VLLMSampler(
+            model_path,
+            sampling,
+            seed,
+            generation["tensor_parallel_size"],
+            generation["vllm_engine_kwargs"],
+        )
     if backend == "transformers":
         return TransformersSampler(model_path, sampling, seed, generation["batch_size"])
     raise ValueError(f"generation.backend must be auto, vllm or transformers, not {backend!r}")
 
 
 def count_correct(
-    sampler: Sampler, prompts: Sequence[str], answers: Sequence[str], k: int
+    sampler: Sampler, prompts: Sequence[str], answers: Sequence[str], k: int, checker: str
 ) -> tuple[list[int], list[float]]:
-    """Per prompt: how many of k samples are correct, and their mean length in tokens."""
+    """Per prompt: how many of k samples are correct under `checker`, and their mean length in tokens."""
     samples = sampler.sample(prompts, k)
-    n_correct = [sum(is_correct(c.text, answer) for c in group) for group, answer in zip(samples, answers)]
+    n_correct = [
+        sum(is_correct(c.text, answer, checker) for c in group) for group, answer in zip(samples, answers)
+    ]
     mean_tokens = [sum(c.num_tokens for c in group) / k for group in samples]
     return n_correct, mean_tokens

@@ -45,15 +45,20 @@ def expand_grid(blocks: Sequence[Mapping[str, Any]], max_batch: Mapping[str, int
 
     Each block names `problem_sets`, `n`, `seeds` and either `b_problem` (a list) or `batch` (fixed
     B = b_problem * n, so b_problem = batch / n). A point whose B_problem * n exceeds its problem set's
-    `max_batch` is an error rather than silently dropped.
+    `max_batch` is an error rather than silently dropped, unless the block says `drop_over_max_batch`
+    (the paper's sweep: every pair of the two ranges with B_problem * n <= max_batch).
     """
     points: set[GridPoint] = set()
     for index, block in enumerate(blocks):
         pairs = _block_pairs(block, index)
         for problem_set in block["problem_sets"]:
             if problem_set not in max_batch:
-                raise GridError(f"grid[{index}].problem_sets names {problem_set!r}, not a key of problem_sets")
+                raise GridError(
+                    f"grid[{index}].problem_sets names {problem_set!r}, not a key of problem_sets"
+                )
             for b_problem, n in pairs:
+                if b_problem * n > max_batch[problem_set] and block.get("drop_over_max_batch", False):
+                    continue
                 if b_problem * n > max_batch[problem_set]:
                     raise GridError(
                         f"grid[{index}]: b_problem={b_problem} * n={n} = {b_problem * n} exceeds "
@@ -76,6 +81,29 @@ def _block_pairs(block: Mapping[str, Any], index: int) -> list[tuple[int, int]]:
                 raise GridError(f"grid[{index}]: batch={batch} is not divisible by n={n}")
             pairs.append((batch // n, int(n)))
     return pairs
+
+
+@dataclass(frozen=True)
+class BatchSplit:
+    """How one optimizer step's B rollouts are laid out: per device per micro-step, times accumulation."""
+
+    per_device: int
+    accumulation: int
+
+
+def batch_split(batch: int, processes: int, per_device_max: int) -> BatchSplit:
+    """The fewest gradient-accumulation steps that keep each device's micro-batch within per_device_max.
+
+    One optimizer step must see exactly B = B_problem * n rollouts whatever the device count, so
+    `processes * accumulation * per_device == B` holds exactly; `processes` must divide B.
+    """
+    if batch % processes:
+        raise GridError(f"B = b_problem * n = {batch} is not divisible by training.processes = {processes}")
+    per_process = batch // processes
+    accumulation = next(
+        g for g in range(1, per_process + 1) if per_process % g == 0 and per_process // g <= per_device_max
+    )
+    return BatchSplit(per_process // accumulation, accumulation)
 
 
 def learning_rate(batch: int, lr_base: float, batch_ref: int) -> float:
@@ -101,4 +129,3 @@ def checkpoint_steps(batch: int, compute_min: int, compute_max: int, points: int
     steps = {min(last, max(1, round(target / batch))) for target in targets}
     steps.add(last)
     return sorted(steps)
-

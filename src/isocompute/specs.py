@@ -16,6 +16,7 @@ class SamplingSpec:
     temperature: float
     top_p: float
     max_new_tokens: int
+    chat_template: bool = False
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,40 @@ class Recipe:
 
 
 @dataclass(frozen=True)
+class RolloutEngine:
+    """vLLM inside TRL for the training rollouts, and the truncated importance sampling that corrects for it.
+
+    `mode` is TRL's `vllm_mode`: "colocate" shares the training GPUs, "server" runs `trl vllm-serve` on
+    `server_gpus` GPUs of the job. `importance_sampling` is TRL's `vllm_importance_sampling_mode`
+    ("token_truncate" is TIS, as in the paper) or None for no correction.
+    """
+
+    mode: str
+    gpu_memory_utilization: float
+    tensor_parallel_size: int
+    server_gpus: int
+    importance_sampling: str | None
+    importance_sampling_cap: float
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """How one run is laid out on devices; none of it changes what a run computes, so a run resumes
+    across a change of GPU count.
+
+    `processes` > 1 (or a vLLM server) runs the training under `accelerate launch`, with the accelerate
+    config file `accelerate_config` (DeepSpeed ZeRO, FSDP) where set. `resume_every_steps` adds a rolling
+    checkpoint so that a job stopped between two compute points loses at most that many steps.
+    """
+
+    processes: int
+    per_device_batch_max: int
+    activation_checkpointing: bool
+    accelerate_config: str | None
+    resume_every_steps: int | None = None
+
+
+@dataclass(frozen=True)
 class TrainingSpec:
     """Settings shared by every run of the study."""
 
@@ -65,6 +100,7 @@ class TrainingSpec:
     checkpoint_points: int
     loss_type: str
     sampling: SamplingSpec
+    rollout_engine: RolloutEngine | None = None
 
 
 @dataclass(frozen=True)

@@ -2,9 +2,13 @@
 
 The recipe (from the paper): fully on-policy, one optimizer step per B = B_problem * n rollouts, the
 square-root learning-rate rule with a 10-step warm-up then constant, KL + entropy on Easy and neither on
-Hard. Each run trains to the study's compute_max and saves at compute points spaced evenly in log C, so
-one run yields its whole reward-vs-compute curve. A run resumes from its last checkpoint when its job is
-restarted with the same settings, and starts afresh when the settings changed.
+Hard, rollouts from vLLM corrected by truncated importance sampling where vLLM is on. Each run trains to
+the study's compute_max and saves at compute points spaced evenly in log C, so one run yields its whole
+reward-vs-compute curve. A run resumes from its last checkpoint when its job is restarted with the same
+settings (on any number of devices), and starts afresh when the settings changed.
+
+`train_run` trains in the calling process; `isocompute.launch` runs the same `fit` under
+`accelerate launch` when a run spans several processes.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import torch
@@ -22,11 +27,16 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 from transformers.trainer_utils import get_last_checkpoint
 from trl import GRPOConfig, GRPOTrainer
 
-from isocompute.answers import correctness_reward
-from isocompute.grid import GridPoint, checkpoint_steps, learning_rate, total_steps
-from isocompute.specs import Recipe, TrainingSpec
+from isocompute.answers import reward_function
+from isocompute.grid import GridPoint, batch_split, checkpoint_steps, learning_rate, total_steps
+from isocompute.problems import write_table
+from isocompute.prompts import trl_prompt
+from isocompute.specs import LaunchSpec, Recipe, RolloutEngine, TrainingSpec
 
 RUN_SETTINGS = "run_settings.json"
+# TRL's own defaults for the vLLM server's HTTP port and its weight-sync group port; a launched run
+# replaces them with free ports of its node.
+TRL_VLLM_PORTS = (8000, 51216)
 
 # TRL's per-step log keys, and the names the training table gives them.
 LOG_COLUMNS = {
@@ -43,19 +53,14 @@ LOG_COLUMNS = {
 }
 
 
-def per_device_batch(b_problem: int, n: int, world_size: int, grad_accum: int) -> int:
-    """Completions per device per micro-step so that one optimizer step sees exactly B_problem * n rollouts.
-
-    TRL counts `per_device_train_batch_size` in completions; world_size * grad_accum micro-batches make one
-    optimizer step, and one generation round (steps_per_generation = grad_accum) feeds exactly those.
-    """
-    batch = b_problem * n
-    if batch % (world_size * grad_accum):
-        raise ValueError(
-            f"B = b_problem * n = {batch} is not divisible by world_size * gradient_accumulation_steps = "
-            f"{world_size * grad_accum}"
-        )
-    return batch // (world_size * grad_accum)
+# One process holding the whole batch: the layout of `train_run` and of the CPU default.
+SINGLE_PROCESS = LaunchSpec(
+    processes=1,
+    per_device_batch_max=1 << 30,
+    activation_checkpointing=False,
+    accelerate_config=None,
+    resume_every_steps=None,
+)
 
 
 def grpo_args(
@@ -63,16 +68,22 @@ def grpo_args(
     spec: TrainingSpec,
     recipe: Recipe,
     output_dir: str | Path,
-    world_size: int = 1,
-    grad_accum: int = 1,
+    launch: LaunchSpec = SINGLE_PROCESS,
+    ports: tuple[int, int] = TRL_VLLM_PORTS,
 ) -> GRPOConfig:
-    """TRL's configuration for one grid point, on-policy with one optimizer step per B rollouts."""
+    """TRL's configuration for one grid point, on-policy with one optimizer step per B rollouts.
+
+    TRL counts `per_device_train_batch_size` in completions; processes * accumulation micro-batches make
+    one optimizer step, and one generation round (steps_per_generation = accumulation) feeds exactly those.
+    """
+    split = batch_split(point.batch, launch.processes, launch.per_device_batch_max)
+    on_gpu = torch.cuda.is_available()
     return GRPOConfig(
         output_dir=str(output_dir),
         num_generations=point.n,
-        per_device_train_batch_size=per_device_batch(point.b_problem, point.n, world_size, grad_accum),
-        gradient_accumulation_steps=grad_accum,
-        steps_per_generation=grad_accum,
+        per_device_train_batch_size=split.per_device,
+        gradient_accumulation_steps=split.accumulation,
+        steps_per_generation=split.accumulation,
         num_iterations=1,
         max_steps=total_steps(point.batch, spec.compute_max),
         learning_rate=learning_rate(point.batch, spec.lr_base, spec.lr_batch_ref),
@@ -85,29 +96,69 @@ def grpo_args(
         temperature=spec.sampling.temperature,
         top_p=spec.sampling.top_p,
         max_completion_length=spec.sampling.max_new_tokens,
+        activation_checkpointing=launch.activation_checkpointing,
         seed=point.seed,
         logging_steps=1,
         save_strategy="no",
         report_to="none",
         disable_tqdm=True,
-        use_cpu=not torch.cuda.is_available(),
-        bf16=torch.cuda.is_available() and torch.cuda.is_bf16_supported(),
+        use_cpu=not on_gpu,
+        bf16=on_gpu and torch.cuda.is_bf16_supported(),
         dataloader_num_workers=0,
+        **rollout_engine_args(spec.rollout_engine, ports),
     )
 
 
-class SaveAtComputePoints(TrainerCallback):
-    """Ask the trainer to save exactly at the steps that realize the study's log-spaced compute points."""
+def rollout_engine_args(engine: RolloutEngine | None, ports: tuple[int, int]) -> dict[str, Any]:
+    """TRL's vLLM keys: colocated or server vLLM, with its importance-sampling correction (TIS).
 
-    def __init__(self, steps: list[int]) -> None:
+    `ports` are the vLLM server's HTTP port and the port of the weight-sync group (server mode only).
+    """
+    if engine is None:
+        return {"use_vllm": False}
+    return {
+        "use_vllm": True,
+        "vllm_mode": engine.mode,
+        "vllm_gpu_memory_utilization": engine.gpu_memory_utilization,
+        "vllm_tensor_parallel_size": engine.tensor_parallel_size,
+        "vllm_server_host": "127.0.0.1",
+        "vllm_server_port": ports[0],
+        "vllm_group_port": ports[1],
+        "vllm_importance_sampling_correction": engine.importance_sampling is not None,
+        "vllm_importance_sampling_mode": engine.importance_sampling or "token_truncate",
+        "vllm_importance_sampling_clip_max": engine.importance_sampling_cap,
+    }
+
+
+class SaveAtComputePoints(TrainerCallback):
+    """Save exactly at the steps that realize the study's log-spaced compute points, and, every
+    `resume_every` steps, a resume checkpoint that only the next save (of either kind) replaces.
+
+    Compute-point checkpoints are what evaluation reads; resume checkpoints only bound the work a
+    preempted or timed-out job loses, so at most one of them is on disk at a time.
+    """
+
+    def __init__(self, steps: list[int], resume_every: int | None = None) -> None:
         self.steps = set(steps)
+        self.resume_every = resume_every
 
     def on_step_end(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **_: object
     ) -> TrainerControl:
-        if state.global_step in self.steps:
+        step = state.global_step
+        if step in self.steps or (self.resume_every and step % self.resume_every == 0):
             control.should_save = True
         return control
+
+    def on_save(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **_: object
+    ) -> None:
+        if not state.is_world_process_zero:
+            return
+        for old in Path(args.output_dir).glob("checkpoint-*"):
+            step = int(old.name.rsplit("-", 1)[1])
+            if step < state.global_step and step not in self.steps:
+                shutil.rmtree(old)
 
 
 def build_trainer(
@@ -115,21 +166,50 @@ def build_trainer(
     train_problems: pd.DataFrame,
     args: GRPOConfig,
     save_steps: list[int],
-    reward_func: Callable[..., list[float]] = correctness_reward,
+    reward_func: Callable[..., list[float]],
+    chat_template: bool = False,
+    resume_every: int | None = None,
 ) -> GRPOTrainer:
     """A `GRPOTrainer` on the problem table's `prompt` and `answer` columns."""
-    dataset = Dataset.from_pandas(train_problems.loc[:, ["id", "prompt", "answer"]], preserve_index=False)
+    table = train_problems.loc[:, ["id", "prompt", "answer"]]
+    dataset = Dataset.from_dict(
+        {
+            "id": table["id"].tolist(),
+            "prompt": [trl_prompt(p, chat_template) for p in table["prompt"]],
+            "answer": table["answer"].tolist(),
+        }
+    )
     return GRPOTrainer(
         model=model_path,
         reward_funcs=reward_func,
         args=args,
         train_dataset=dataset,
-        callbacks=[SaveAtComputePoints(save_steps)],
+        callbacks=[SaveAtComputePoints(save_steps, resume_every)],
     )
 
 
-def _resume_point(run_dir: Path, settings: dict[str, object]) -> str | None:
+def run_settings(
+    model_path: str,
+    train_problems: pd.DataFrame,
+    point: GridPoint,
+    spec: TrainingSpec,
+    recipe: Recipe,
+    checker: str,
+) -> dict[str, object]:
+    """Everything that changes what a run computes; a run resumes only when these are unchanged."""
+    return {
+        "model": str(model_path),
+        "problems": train_problems["id"].tolist(),
+        "point": dataclasses.asdict(point),
+        "spec": dataclasses.asdict(spec),
+        "recipe": dataclasses.asdict(recipe),
+        "checker": checker,
+    }
+
+
+def resume_point(run_dir: str | Path, settings: dict[str, object]) -> str | None:
     """The last checkpoint when the run's settings are unchanged; otherwise clear old checkpoints."""
+    run_dir = Path(run_dir)
     settings_file = run_dir / RUN_SETTINGS
     if settings_file.exists() and json.loads(settings_file.read_text()) == settings:
         return get_last_checkpoint(str(run_dir)) if run_dir.exists() else None
@@ -160,20 +240,39 @@ def train_run(
     spec: TrainingSpec,
     recipe: Recipe,
     run_dir: str | Path,
+    checker: str = "exact",
+    launch: LaunchSpec = SINGLE_PROCESS,
 ) -> tuple[pd.DataFrame, list[dict[str, object]]]:
-    """Train one grid point; return its per-step table and the manifest of its checkpoints."""
-    run_dir = Path(run_dir)
+    """Train one grid point in this process; return its per-step table and the manifest of its checkpoints."""
+    settings = run_settings(model_path, train_problems, point, spec, recipe, checker)
+    resume = resume_point(run_dir, settings)
+    return fit(model_path, train_problems, point, spec, recipe, run_dir, checker, launch, resume)
+
+
+def fit(
+    model_path: str,
+    train_problems: pd.DataFrame,
+    point: GridPoint,
+    spec: TrainingSpec,
+    recipe: Recipe,
+    run_dir: str | Path,
+    checker: str,
+    launch: LaunchSpec,
+    resume: str | None,
+    ports: tuple[int, int] = TRL_VLLM_PORTS,
+) -> tuple[pd.DataFrame, list[dict[str, object]]]:
+    """The training itself, from `resume` (a checkpoint path) or from the start, on this process's share."""
     save_steps = checkpoint_steps(point.batch, spec.compute_min, spec.compute_max, spec.checkpoint_points)
-    settings = {
-        "model": str(model_path),
-        "problems": train_problems["id"].tolist(),
-        "point": dataclasses.asdict(point),
-        "spec": dataclasses.asdict(spec),
-        "recipe": dataclasses.asdict(recipe),
-    }
-    resume = _resume_point(run_dir, settings)
-    args = grpo_args(point, spec, recipe, run_dir)
-    trainer = build_trainer(model_path, train_problems, args, save_steps)
+    args = grpo_args(point, spec, recipe, run_dir, launch, ports)
+    trainer = build_trainer(
+        model_path,
+        train_problems,
+        args,
+        save_steps,
+        reward_function(checker),
+        spec.sampling.chat_template,
+        launch.resume_every_steps,
+    )
     trainer.train(resume_from_checkpoint=resume)
     table = training_table(trainer.state.log_history, point.batch)
     by_step = table.set_index("step")
@@ -187,3 +286,14 @@ def train_run(
         for step in save_steps
     ]
     return table, manifest
+
+
+def write_outputs(
+    table: pd.DataFrame, manifest: list[dict[str, object]], log_table: str | Path, checkpoints: str | Path
+) -> None:
+    """The run's training table and checkpoint manifest, each written under a temporary name, then renamed."""
+    write_table(table, log_table)
+    checkpoints = Path(checkpoints)
+    partial = checkpoints.with_name(f".{checkpoints.name}.partial")
+    partial.write_text(json.dumps(manifest, indent=2))
+    partial.replace(checkpoints)

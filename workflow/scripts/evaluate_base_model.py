@@ -12,8 +12,13 @@ from isocompute.workflow import base_model_of, start_job
 
 start_job(snakemake.log[0])
 generation = snakemake.params.generation
-sampler = make_sampler(generation, base_model_of(snakemake), sampling_spec(snakemake.params.sampling), snakemake.params.seed)
+sampler = make_sampler(
+    generation, base_model_of(snakemake), sampling_spec(snakemake.params.sampling), snakemake.params.seed
+)
 k = snakemake.params.k
-row = summary_row(per_problem_counts(sampler, pd.read_parquet(snakemake.input.val), k), k)
-write_table(pd.DataFrame([{"problem_set": snakemake.wildcards.problem_set, "step": 0, **row}]), snakemake.output.evals)
+counts = per_problem_counts(sampler, pd.read_parquet(snakemake.input.val), k, snakemake.params.checker)
+row = summary_row(counts, k)
+write_table(
+    pd.DataFrame([{"problem_set": snakemake.wildcards.problem_set, "step": 0, **row}]), snakemake.output.evals
+)
 logging.info("base model: %s", row)

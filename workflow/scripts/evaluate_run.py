@@ -18,7 +18,9 @@ generation = snakemake.params.generation
 train = pd.read_parquet(snakemake.input.train)
 train_sample = train.sample(n=evaluation["train_sample_size"], random_state=snakemake.params.seed)
 evals, val_counts, train_rates = evaluate_checkpoints(
-    lambda path: make_sampler(generation, path, sampling_spec(snakemake.params.sampling), snakemake.params.seed),
+    lambda path: make_sampler(
+        generation, path, sampling_spec(snakemake.params.sampling), snakemake.params.seed
+    ),
     json.loads(Path(snakemake.input.checkpoints).read_text()),
     str(Path(snakemake.input.checkpoints).parent),
     snakemake.params.point,
@@ -26,6 +28,7 @@ evals, val_counts, train_rates = evaluate_checkpoints(
     train_sample,
     k=evaluation["k"],
     train_k=evaluation["train_k"],
+    checker=snakemake.params.checker,
 )
 write_table(evals, snakemake.output.evals)
 write_table(val_counts, snakemake.output.val_counts)

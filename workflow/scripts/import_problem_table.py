@@ -1,4 +1,4 @@
-"""Read a user's problem table (local file or hub id) through `datasets` (rule import_problem_table)."""
+"""Read a user's problem table or Guru-Math (local file or hub id) through `datasets` (rule import_problem_table)."""
 
 import logging
 
@@ -6,6 +6,17 @@ from isocompute.problems import load_problem_table, write_table
 from isocompute.workflow import start_job
 
 start_job(snakemake.log[0])
-table = load_problem_table(snakemake.params.table["path"], snakemake.params.table.get("split", "train"))
-write_table(table, snakemake.output.pool)
-logging.info("imported %d problems from %s", len(table), snakemake.params.table["path"])
+table = snakemake.params.table
+imported = load_problem_table(
+    table["path"], table["split"], table["schema"], snakemake.params.checker, table["data_files"]
+)
+write_table(imported.problems, snakemake.output.pool)
+write_table(imported.excluded, snakemake.output.excluded)
+for row in imported.excluded.itertuples():
+    logging.warning("excluded %s (row %d): %s", row.id, row.row, row.reason)
+logging.info(
+    "imported %d problems from %s; excluded %d rows",
+    len(imported.problems),
+    table["path"],
+    len(imported.excluded),
+)

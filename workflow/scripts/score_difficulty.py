@@ -15,7 +15,14 @@ shard = int(snakemake.wildcards.shard)
 difficulty = snakemake.params.difficulty
 problems = shard_of(pd.read_parquet(snakemake.input.pool), shard, difficulty["shards"])
 generation = snakemake.params.generation
-sampler = make_sampler(generation, base_model_of(snakemake), sampling_spec(snakemake.params.sampling), snakemake.params.seed + shard)
-scores = score_problems(problems, sampler, difficulty["samples"])
+sampler = make_sampler(
+    generation,
+    base_model_of(snakemake),
+    sampling_spec(snakemake.params.sampling),
+    snakemake.params.seed + shard,
+)
+scores = score_problems(problems, sampler, difficulty["samples"], snakemake.params.checker)
 write_table(scores, snakemake.output.shard)
-logging.info("scored %d problems, mean avg@%d %.3f", len(scores), difficulty["samples"], scores.iloc[:, 3].mean())
+logging.info(
+    "scored %d problems, mean avg@%d %.3f", len(scores), difficulty["samples"], scores.iloc[:, 3].mean()
+)

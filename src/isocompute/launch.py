@@ -1,0 +1,209 @@
+"""Running one grid point on the devices its job was given: in the job's own process, or under
+`accelerate launch` (several GPUs, DeepSpeed ZeRO) beside a `trl vllm-serve` server (TRL's server mode).
+
+The job decides once whether to resume (`training.resume_point`), writes that decision with the whole job
+to `job.json` in the run folder, and every training process reads it, so ranks never race on the run
+folder. Rank 0 writes the run's outputs, each under a temporary name and then renamed.
+
+Run as `python -m isocompute.launch JOB.json`: the entry point `accelerate launch` starts on every rank.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from isocompute.grid import GridPoint
+from isocompute.specs import LaunchSpec, Recipe, RolloutEngine, SamplingSpec, TrainingSpec
+
+JOB_FILE = "job.json"
+
+
+@dataclass(frozen=True)
+class TrainingJob:
+    """Everything one `train_grpo` job needs, in a form every rank can read from `job.json`."""
+
+    model_path: str
+    train_path: str
+    point: GridPoint
+    spec: TrainingSpec
+    recipe: Recipe
+    checker: str
+    run_dir: str
+    launch: LaunchSpec
+    log_table: str
+    checkpoints: str
+
+
+def job_to_dict(job: TrainingJob) -> dict[str, Any]:
+    return dataclasses.asdict(job)
+
+
+def job_from_dict(data: dict[str, Any]) -> TrainingJob:
+    """The inverse of `job_to_dict`, rebuilding the nested specs."""
+    spec = dict(data["spec"])
+    spec["sampling"] = SamplingSpec(**spec["sampling"])
+    spec["rollout_engine"] = RolloutEngine(**spec["rollout_engine"]) if spec["rollout_engine"] else None
+    return TrainingJob(
+        **{
+            **data,
+            "point": GridPoint(**data["point"]),
+            "spec": TrainingSpec(**spec),
+            "recipe": Recipe(**data["recipe"]),
+            "launch": LaunchSpec(**data["launch"]),
+        }
+    )
+
+
+def needs_launcher(job: TrainingJob) -> bool:
+    """Several training processes, or a vLLM server beside them, need `accelerate launch`."""
+    engine = job.spec.rollout_engine
+    return job.launch.processes > 1 or (engine is not None and engine.mode == "server")
+
+
+def split_devices(devices: list[str], processes: int, server_gpus: int) -> tuple[list[str], list[str]]:
+    """The job's GPUs: the first `processes` train, the next `server_gpus` serve vLLM."""
+    if len(devices) < processes + server_gpus:
+        raise RuntimeError(
+            f"the job sees GPUs {devices or 'none'}, fewer than training.processes={processes} plus "
+            f"training.vllm.server_gpus={server_gpus}; ask for them with resources.train_grpo.gpu"
+        )
+    return devices[:processes], devices[processes : processes + server_gpus]
+
+
+def visible_devices() -> list[str]:
+    """The GPUs this job may use, as SLURM (or the user) set CUDA_VISIBLE_DEVICES."""
+    import torch
+
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        return [d for d in listed.split(",") if d]
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
+def accelerate_command(launch: LaunchSpec, job_file: Path, on_gpu: bool, main_port: int) -> list[str]:
+    """`accelerate launch` of this module on `launch.processes` processes of one machine.
+
+    `main_port` is the ranks' rendezvous port: two runs on one node must not share torch's default.
+    """
+    command = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(launch.processes)]
+    command += ["--num_machines", "1", "--main_process_port", str(main_port), "--dynamo_backend", "no"]
+    if launch.accelerate_config:
+        command += ["--config_file", launch.accelerate_config]
+    else:
+        command += ["--mixed_precision", "bf16" if on_gpu else "no"]
+        if launch.processes > 1:
+            command.append("--multi_gpu")
+    return command + ["-m", "isocompute.launch", str(job_file)]
+
+
+def server_command(model_path: str, engine: RolloutEngine, port: int) -> list[str]:
+    """`trl vllm-serve` for the run's model on the server's GPUs: tensor parallel, data parallel beyond."""
+    return [
+        sys.executable,
+        "-m",
+        "trl.scripts.vllm_serve",
+        "--model",
+        model_path,
+        "--tensor_parallel_size",
+        str(engine.tensor_parallel_size),
+        "--data_parallel_size",
+        str(engine.server_gpus // engine.tensor_parallel_size),
+        "--gpu_memory_utilization",
+        str(engine.gpu_memory_utilization),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
+
+
+def free_port() -> int:
+    """A port no one listens on now, so jobs sharing a node do not collide on TRL's default ports."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def run_job(job: TrainingJob) -> None:
+    """Train the job's grid point and write its outputs, launching processes and a server as needed."""
+    import torch
+
+    from isocompute.training import resume_point, run_settings, train_run, write_outputs
+
+    problems = pd.read_parquet(job.train_path)
+    if not needs_launcher(job):
+        table, manifest = train_run(
+            job.model_path, problems, job.point, job.spec, job.recipe, job.run_dir, job.checker, job.launch
+        )
+        write_outputs(table, manifest, job.log_table, job.checkpoints)
+        return
+    settings = run_settings(job.model_path, problems, job.point, job.spec, job.recipe, job.checker)
+    resume = resume_point(job.run_dir, settings)
+    ports = (free_port(), free_port())
+    job_file = Path(job.run_dir) / JOB_FILE
+    job_file.write_text(json.dumps({"job": job_to_dict(job), "resume": resume, "ports": ports}, indent=2))
+    engine = job.spec.rollout_engine
+    server_gpus = engine.server_gpus if engine is not None and engine.mode == "server" else 0
+    on_gpu = torch.cuda.is_available()
+    if server_gpus and not on_gpu:
+        raise RuntimeError("training.vllm.mode=server needs GPUs, and this job sees none")
+    env = dict(os.environ)
+    server = None
+    if on_gpu:
+        train_devices, server_devices = split_devices(visible_devices(), job.launch.processes, server_gpus)
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(train_devices)
+        if server_gpus:
+            server = subprocess.Popen(
+                server_command(job.model_path, engine, ports[0]),
+                env={**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(server_devices)},
+                stdout=sys.stdout,
+                stderr=sys.stderr,
+            )
+    try:
+        command = accelerate_command(job.launch, job_file, on_gpu, free_port())
+        subprocess.run(command, env=env, check=True, stdout=sys.stdout, stderr=sys.stderr)
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=120)
+
+
+def main(job_file: str) -> None:
+    """One rank of a launched run: train its share from the job's resume point; rank 0 writes outputs."""
+    import torch
+    from accelerate import PartialState
+
+    from isocompute.training import fit, write_outputs
+
+    torch.set_num_threads(1)
+    saved = json.loads(Path(job_file).read_text())
+    job = job_from_dict(saved["job"])
+    problems = pd.read_parquet(job.train_path)
+    table, manifest = fit(
+        job.model_path,
+        problems,
+        job.point,
+        job.spec,
+        job.recipe,
+        job.run_dir,
+        job.checker,
+        job.launch,
+        saved["resume"],
+        tuple(saved["ports"]),
+    )
+    if PartialState().is_main_process:
+        write_outputs(table, manifest, job.log_table, job.checkpoints)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

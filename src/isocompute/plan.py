@@ -1,0 +1,231 @@
+"""`isocompute plan`: the GPU-hours a configuration asks the cluster for, before anything is submitted.
+
+A preset's cost is a product of its grid (how many runs), the per-rule `resources:` of config.yaml (GPUs
+and wall time per job) and the workflow's wiring (difficulty shards, evaluations per run). Rather than
+re-derive any of these, the plan asks Snakemake itself: it dry-runs the workflow through Snakemake's Python
+API, reads every job of the resulting DAG with the resources Snakemake evaluated for it, and sums
+`gpu * runtime / 60` per rule. What the plan reports is therefore exactly what `snakemake --profile slurm`
+would request, including the effect of every overlaid --configfile.
+
+Jobs of `localrules` (and input-only rules such as `all`) run on the submitting host, not under sbatch, so
+they are listed but counted at 0 GPU-hours whatever their resources say.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from snakemake.api import SnakemakeApi
+from snakemake.exceptions import RuleException
+from snakemake.settings.enums import Quietness
+from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings
+from snakemake_interface_common.exceptions import ApiError, WorkflowError
+
+from isocompute.config import ConfigError
+
+COLUMNS = ["rule", "jobs", "local", "gpus_per_job", "runtime_min", "gpu_hours"]
+
+# What loading a Snakefile with a config can raise for a reason the user can fix: our own config checks
+# (rules/common.smk), Snakemake's workflow and rule errors, a config file that cannot be read.
+USER_ERRORS = (ConfigError, WorkflowError, RuleException, ApiError, OSError)
+
+
+class PlanError(ValueError):
+    """The workflow could not be dry-run for these inputs; the message is Snakemake's or the config's."""
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """What one job of the DAG asks the cluster for: the rule, where it runs, GPUs and minutes."""
+
+    rule: str
+    local: bool
+    gpus: float
+    runtime_min: float
+
+    @property
+    def gpu_hours(self) -> float:
+        """0 for a job on the submit host: it holds no cluster allocation whatever its resources say."""
+        return 0.0 if self.local else self.gpus * self.runtime_min / 60
+
+
+def plan(
+    configfiles: Sequence[str | Path] = (),
+    snakefile: str | Path | None = None,
+    directory: str | Path = ".",
+    pending_only: bool = False,
+) -> pd.DataFrame:
+    """Dry-run the workflow and return one row per rule (in the DAG's order) with its jobs and GPU-hours."""
+    return summarize(dry_run_jobs(configfiles, snakefile, directory, pending_only))
+
+
+def dry_run_jobs(
+    configfiles: Sequence[str | Path] = (),
+    snakefile: str | Path | None = None,
+    directory: str | Path = ".",
+    pending_only: bool = False,
+) -> list[JobRequest]:
+    """Every job a dry run of the workflow schedules, in topological order, with its evaluated resources.
+
+    By default the whole DAG is planned (`forceall`), so the answer is what a first submission costs and does
+    not depend on which results already sit in `directory`; `pending_only` plans what `snakemake -n` would
+    run now instead. Config files and the Snakefile are resolved against the caller's directory, as
+    `snakemake --directory` does, before Snakemake changes into `directory`.
+    """
+    missing = [str(path) for path in configfiles if not Path(path).is_file()]
+    if missing:
+        raise PlanError(f"config file(s) not found: {', '.join(missing)}")
+    try:
+        # Quiet, and no log file: the plan is the only output, and a plan leaves no trace in .snakemake/log.
+        output = OutputSettings(quiet={Quietness.ALL}, enable_file_logging=False)
+        with SnakemakeApi(output) as api:
+            workflow_api = api.workflow(
+                resource_settings=ResourceSettings(),
+                config_settings=ConfigSettings(configfiles=[Path(path) for path in configfiles]),
+                snakefile=Path(snakefile) if snakefile is not None else None,
+                workdir=Path(directory),
+            )
+            dag_api = workflow_api.dag(DAGSettings(forceall=not pending_only))
+            dag_api.execute_workflow(executor="dryrun")
+            workflow = _workflow_of(workflow_api)
+            return [_job_request(job, workflow) for job in _toposorted_jobs(workflow.dag)]
+    except USER_ERRORS as error:
+        raise PlanError(_message(error)) from error
+
+
+def summarize(jobs: Iterable[JobRequest]) -> pd.DataFrame:
+    """One row per rule: jobs, whether it runs locally, the most GPUs and minutes one job asks, GPU-hours.
+
+    GPU-hours are summed over the rule's jobs rather than taken as jobs x maximum, so a rule whose jobs ask
+    different resources (a resources callable of the wildcards) is still counted exactly.
+    """
+    rows: dict[str, dict[str, Any]] = {}
+    for job in jobs:
+        row = rows.setdefault(
+            job.rule,
+            {
+                "rule": job.rule,
+                "jobs": 0,
+                "local": job.local,
+                "gpus_per_job": 0.0,
+                "runtime_min": 0.0,
+                "gpu_hours": 0.0,
+            },
+        )
+        row["jobs"] += 1
+        row["gpus_per_job"] = max(row["gpus_per_job"], 0.0 if job.local else job.gpus)
+        row["runtime_min"] = max(row["runtime_min"], job.runtime_min)
+        row["gpu_hours"] += job.gpu_hours
+    table = pd.DataFrame(list(rows.values()), columns=COLUMNS)
+    return table.astype(
+        {"jobs": int, "local": bool, "gpus_per_job": float, "runtime_min": float, "gpu_hours": float}
+    )
+
+
+def format_table(table: pd.DataFrame) -> str:
+    """The plan as a plain-text table with a total line, for a terminal or a submission note."""
+    header = ["rule", "jobs", "where", "gpus/job", "runtime/job (min)", "GPU-hours"]
+    lines = [
+        [
+            str(r.rule),
+            str(r.jobs),
+            "local" if r.local else "cluster",
+            _count(r.gpus_per_job),
+            _count(r.runtime_min),
+            f"{r.gpu_hours:,.1f}",
+        ]
+        for r in table.itertuples()
+    ]
+    total = ["total", str(int(table["jobs"].sum())), "", "", "", f"{table['gpu_hours'].sum():,.1f}"]
+    widths = [max(len(line[i]) for line in [header, *lines, total]) for i in range(len(header))]
+
+    def render(cells: list[str]) -> str:
+        # The rule and where columns read left to right; the numbers line up on the right.
+        return "  ".join(
+            cell.ljust(width) if i in (0, 2) else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(cells, widths))
+        ).rstrip()
+
+    divider = "  ".join("-" * width for width in widths)
+    return "\n".join([render(header), divider, *map(render, lines), divider, render(total)])
+
+
+def _workflow_of(workflow_api: Any) -> Any:
+    """The `Workflow` behind a `WorkflowApi`, which holds the DAG after `execute_workflow`.
+
+    Snakemake 9.27's `DAGApi.execute_workflow` returns nothing, and the DAG it built is reachable only as
+    `WorkflowApi._workflow.dag`; this is the one place the plan reaches past the public API, so a Snakemake
+    upgrade that moves it fails here with a clear message (and in tests/test_plan.py).
+    """
+    workflow = getattr(workflow_api, "_workflow", None)
+    if workflow is None or getattr(workflow, "dag", None) is None:
+        raise PlanError("this Snakemake version does not expose the dry-run DAG (WorkflowApi._workflow.dag)")
+    return workflow
+
+
+def _toposorted_jobs(dag: Any) -> list[Any]:
+    """The jobs a dry run scheduled (finished in the dry run or not), upstream first, then by name.
+
+    The dry run marks each job finished as it "runs" it, so finished jobs are kept; the order is the one of
+    Snakemake's own job-stats table, which a user compares the plan with.
+    """
+    jobs = set(dag.needrun_jobs(exclude_finished=False))
+    return [job for level in dag.toposorted(jobs) for job in sorted(level, key=str)]
+
+
+def _job_request(job: Any, workflow: Any) -> JobRequest:
+    """A job's rule, placement and the GPUs and runtime Snakemake evaluated for it."""
+    rule = job.rule.name
+    resources = job.resources
+    return JobRequest(
+        rule=rule,
+        local=_runs_on_submit_host(job.rule, workflow),
+        gpus=_number(resources.get("gpu", 0), rule, "gpu"),
+        runtime_min=_number(resources.get("runtime", 0), rule, "runtime"),
+    )
+
+
+def _runs_on_submit_host(rule: Any, workflow: Any) -> bool:
+    """Whether a cluster executor would run the rule's jobs locally.
+
+    The dry run uses a local executor, for which Snakemake calls every job local (`job.is_local`), so this
+    applies the rule `Workflow.is_local` uses for a cluster executor: an ungrouped rule that is a localrule,
+    has no run/shell/script (`all`), or is a template-engine rule.
+    """
+    localrules = getattr(workflow, "_localrules", set())
+    return rule.group is None and (
+        rule.name in localrules or bool(rule.norun) or bool(rule.is_template_engine)
+    )
+
+
+def _number(value: Any, rule: str, resource: str) -> float:
+    """A resource as a number; one Snakemake could not evaluate in a dry run (<TBD>) cannot be planned."""
+    if value is None:
+        return 0.0
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise PlanError(f"rule {rule}: resource {resource}={value!r} is not a number in a dry run") from None
+    if math.isnan(number) or number < 0:
+        raise PlanError(f"rule {rule}: resource {resource}={value!r} is not a count")
+    return number
+
+
+def _count(value: float) -> str:
+    """A count of GPUs or minutes without a needless `.0`; `-` for none."""
+    if value == 0:
+        return "-"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+
+
+def _message(error: BaseException) -> str:
+    """The error's own message, prefixed with its type where that says which check failed."""
+    text = str(error).strip() or type(error).__name__
+    if isinstance(error, ConfigError):
+        return text
+    return f"{type(error).__name__}: {text}"

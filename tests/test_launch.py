@@ -1,0 +1,126 @@
+"""A run spread over several processes: the real `accelerate launch` on the CPU (gloo), and the device
+layout and commands that put a run and its vLLM server on a GPU job's devices."""
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from isocompute.grid import GridPoint
+from isocompute.launch import (
+    TrainingJob,
+    accelerate_command,
+    job_from_dict,
+    job_to_dict,
+    needs_launcher,
+    run_job,
+    server_command,
+    split_devices,
+)
+from isocompute.problems import write_table
+from isocompute.specs import LaunchSpec, Recipe, RolloutEngine, SamplingSpec, TrainingSpec
+
+SAMPLING = SamplingSpec(temperature=1.0, top_p=1.0, max_new_tokens=4)
+SPEC = TrainingSpec(1e-4, 64, 2, 16, 48, 3, "grpo", SAMPLING)
+SERVER = RolloutEngine("server", 0.8, 2, 4, "token_truncate", 2.0)
+
+
+def job(
+    tmp_path: Path, train_path: str, model: str, processes: int, spec: TrainingSpec = SPEC
+) -> TrainingJob:
+    run_dir = tmp_path / "run"
+    return TrainingJob(
+        model_path=model,
+        train_path=train_path,
+        point=GridPoint("easy", 4, 2, 0),
+        spec=spec,
+        recipe=Recipe(0.01, 0.001),
+        checker="exact",
+        run_dir=str(run_dir),
+        launch=LaunchSpec(
+            processes, per_device_batch_max=2, activation_checkpointing=False, accelerate_config=None
+        ),
+        log_table=str(tmp_path / "train_log.parquet"),
+        checkpoints=str(tmp_path / "checkpoints.json"),
+    )
+
+
+def test_job_round_trips_through_json(tmp_path: Path) -> None:
+    original = job(
+        tmp_path, "train.parquet", "model", 8, TrainingSpec(1e-6, 1024, 10, 1, 9, 3, "grpo", SAMPLING, SERVER)
+    )
+    assert job_from_dict(json.loads(json.dumps(job_to_dict(original)))) == original
+    assert needs_launcher(original) and not needs_launcher(job(tmp_path, "t", "m", 1))
+
+
+def test_devices_split_between_training_and_the_vllm_server() -> None:
+    assert split_devices(["0", "1", "2", "3", "4", "5"], 4, 2) == (["0", "1", "2", "3"], ["4", "5"])
+    assert split_devices(["3", "7"], 2, 0) == (["3", "7"], [])
+    with pytest.raises(RuntimeError, match=r"training.processes=4 plus training.vllm.server_gpus=2"):
+        split_devices(["0", "1", "2", "3"], 4, 2)
+
+
+def test_accelerate_and_vllm_server_commands() -> None:
+    plain = accelerate_command(
+        LaunchSpec(8, 4, True, None), Path("run/job.json"), on_gpu=True, main_port=29612
+    )
+    assert plain[:3] == [sys.executable, "-m", "accelerate.commands.launch"]
+    assert plain[plain.index("--num_processes") + 1] == "8" and "--multi_gpu" in plain
+    assert (
+        plain[plain.index("--mixed_precision") + 1] == "bf16"
+        and plain[plain.index("--main_process_port") + 1] == "29612"
+    )
+    assert plain[-3:] == ["-m", "isocompute.launch", "run/job.json"]
+    zero3 = accelerate_command(
+        LaunchSpec(8, 4, True, "config/accelerate/deepspeed_zero3.yaml"), Path("j"), True, 29613
+    )
+    assert zero3[zero3.index("--config_file") + 1] == "config/accelerate/deepspeed_zero3.yaml"
+    assert "--multi_gpu" not in zero3 and "--mixed_precision" not in zero3
+    server = server_command("Qwen/Qwen2.5-7B-Instruct", SERVER, 41000)
+    assert server[:3] == [sys.executable, "-m", "trl.scripts.vllm_serve"]
+    options = dict(zip(server[3::2], server[4::2]))
+    assert options == {
+        "--model": "Qwen/Qwen2.5-7B-Instruct",
+        "--tensor_parallel_size": "2",
+        "--data_parallel_size": "2",
+        "--gpu_memory_utilization": "0.8",
+        "--host": "127.0.0.1",
+        "--port": "41000",
+    }
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU (gloo) launch")
+def test_two_processes_under_accelerate_launch_train_and_resume(
+    tiny_model: str, pool: pd.DataFrame, tmp_path: Path
+) -> None:
+    train_path = tmp_path / "train.parquet"
+    write_table(pool, train_path)
+    two = job(tmp_path, str(train_path), tiny_model, processes=2)
+    run_job(two)
+    table = pd.read_parquet(two.log_table)
+    manifest = json.loads(Path(two.checkpoints).read_text())
+    # B = 8 rollouts per step over 2 processes with at most 2 completions per device: 2 accumulation steps.
+    assert table["step"].tolist() == list(range(1, 7)) and table["compute_rollouts"].tolist() == [
+        8 * s for s in range(1, 7)
+    ]
+    assert [m["step"] for m in manifest] == [2, 3, 6]
+    saved = torch.load(Path(two.run_dir) / "checkpoint-6" / "training_args.bin", weights_only=False)
+    assert (saved.per_device_train_batch_size, saved.gradient_accumulation_steps, saved.world_size) == (
+        2,
+        2,
+        2,
+    )
+    state = json.loads((Path(two.run_dir) / "checkpoint-6" / "trainer_state.json").read_text())
+    assert state["global_step"] == 6
+    # Preempted before its last checkpoint: the relaunched job resumes, both ranks from checkpoint-3.
+    shutil.rmtree(Path(two.run_dir) / "checkpoint-6")
+    Path(two.log_table).unlink()
+    run_job(two)
+    assert json.loads((Path(two.run_dir) / "job.json").read_text())["resume"].endswith("checkpoint-3")
+    resumed = pd.read_parquet(two.log_table)
+    assert resumed["step"].tolist() == list(range(1, 7))
+    pd.testing.assert_frame_equal(resumed, table)

@@ -1,0 +1,94 @@
+"""`isocompute plan`: the jobs and GPU-hours Snakemake's own dry run of a preset requests, per rule."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import REPO
+
+from isocompute.cli import main
+from isocompute.plan import JobRequest, PlanError, format_table, plan, summarize
+
+PAPER = REPO / "config" / "presets" / "paper.yaml"
+
+
+@pytest.fixture(scope="module")
+def paper() -> pd.DataFrame:
+    return plan([PAPER], directory=REPO).set_index("rule")
+
+
+def test_paper_preset_gpu_hours(paper: pd.DataFrame) -> None:
+    train = paper.loc["train_grpo"]
+    assert train["jobs"] == 66 and train["gpus_per_job"] == 8 and train["runtime_min"] == 2880
+    assert train["gpu_hours"] == pytest.approx(66 * 8 * 2880 / 60)
+    assert paper.loc["evaluate_run", "jobs"] == 66
+    assert paper.loc["evaluate_run", "gpu_hours"] == pytest.approx(66 * 1 * 720 / 60)
+    score = paper.loc["score_difficulty"]
+    assert (score["jobs"], score["gpus_per_job"], score["runtime_min"]) == (32, 1, 240)
+    assert score["gpu_hours"] == pytest.approx(32 * 1 * 240 / 60)
+    # The gathers, fits and figures are localrules and `all` has no action: listed, but no GPU.
+    for rule in ["gather_difficulty", "fit_study", "plot_study_figure", "all"]:
+        assert paper.loc[rule, "local"] and paper.loc[rule, "gpu_hours"] == 0
+    assert not paper.loc["train_grpo", "local"]
+
+
+def test_total_line_is_the_sum_of_the_rows(paper: pd.DataFrame) -> None:
+    text = format_table(paper.reset_index())
+    total = text.splitlines()[-1].split()
+    assert total[0] == "total" and int(total[1]) == paper["jobs"].sum() == 248
+    assert float(total[-1].replace(",", "")) == pytest.approx(paper["gpu_hours"].sum())
+    assert paper["gpu_hours"].sum() == pytest.approx(66 * 8 * 48 + 66 * 12 + 32 * 4 + 2 * 1)
+
+
+def test_embedded_default_requests_no_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--directory", str(REPO), "--snakefile", str(REPO / "Snakefile")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    train = next(line.split() for line in lines if line.startswith("train_grpo "))
+    assert train[1] == "7"
+    assert lines[-1].split()[0] == "total" and lines[-1].split()[-1] == "0.0"
+
+
+def test_overlaid_presets_plan_the_last_word() -> None:
+    rows = plan([PAPER, REPO / "config" / "presets" / "qwen3_4b_instruct.yaml"], directory=REPO).set_index(
+        "rule"
+    )
+    assert rows.loc["train_grpo", "jobs"] == 12  # 2 sets x 6 values of n at B_problem = 32
+
+
+def test_bad_key_names_the_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("training:\n  learning_rate: 0.1\n")
+    with pytest.raises(PlanError, match="learning_rate"):
+        plan([bad], directory=REPO)
+    assert main(["plan", "--configfile", str(bad), "--directory", str(REPO)]) == 2
+    assert "learning_rate" in capsys.readouterr().err
+
+
+def test_bad_key_from_the_command_line_exits_without_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("training:\n  learning_rate: 0.1\n")
+    result = subprocess.run(
+        [sys.executable, "-c", "import sys; from isocompute.cli import main; sys.exit(main())", "plan", "--configfile", str(bad)],
+        check=False, cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "learning_rate" in result.stderr and "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
+def test_missing_config_file_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--configfile", "no/such.yaml", "--directory", str(REPO)]) == 2
+    assert "no/such.yaml" in capsys.readouterr().err
+
+
+def test_summarize_counts_local_jobs_at_zero() -> None:
+    table = summarize([
+        JobRequest("train", local=False, gpus=2, runtime_min=30),
+        JobRequest("train", local=False, gpus=4, runtime_min=60),
+        JobRequest("gather", local=True, gpus=1, runtime_min=600),
+    ]).set_index("rule")  # fmt: skip
+    assert table.loc["train", "jobs"] == 2 and table.loc["train", "gpus_per_job"] == 4
+    assert table.loc["train", "gpu_hours"] == pytest.approx(2 * 0.5 + 4 * 1)
+    assert table.loc["gather", "gpu_hours"] == 0 and table.loc["gather", "gpus_per_job"] == 0
