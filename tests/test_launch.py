@@ -23,6 +23,7 @@ from isocompute.launch import (
 )
 from isocompute.problems import write_table
 from isocompute.specs import LaunchSpec, Recipe, RolloutEngine, SamplingSpec, TrainingSpec
+from isocompute.training import RunSpec
 
 SAMPLING = SamplingSpec(temperature=1.0, top_p=1.0, max_new_tokens=4)
 SPEC = TrainingSpec(1e-4, 64, 2, 16, 48, 3, "grpo", SAMPLING)
@@ -32,20 +33,14 @@ SERVER = RolloutEngine("server", 0.8, 2, 4, "token_truncate", 2.0)
 def job(
     tmp_path: Path, train_path: str, model: str, processes: int, spec: TrainingSpec = SPEC
 ) -> TrainingJob:
-    run_dir = tmp_path / "run"
+    layout = LaunchSpec(
+        processes, per_device_batch_max=2, activation_checkpointing=False, accelerate_config=None
+    )
+    run = RunSpec(
+        model, GridPoint("easy", 4, 2, 0), spec, Recipe(0.01, 0.001), str(tmp_path / "run"), "exact", layout
+    )
     return TrainingJob(
-        model_path=model,
-        train_path=train_path,
-        point=GridPoint("easy", 4, 2, 0),
-        spec=spec,
-        recipe=Recipe(0.01, 0.001),
-        checker="exact",
-        run_dir=str(run_dir),
-        launch=LaunchSpec(
-            processes, per_device_batch_max=2, activation_checkpointing=False, accelerate_config=None
-        ),
-        log_table=str(tmp_path / "train_log.parquet"),
-        checkpoints=str(tmp_path / "checkpoints.json"),
+        run, train_path, str(tmp_path / "train_log.parquet"), str(tmp_path / "checkpoints.json")
     )
 
 
@@ -54,7 +49,7 @@ def test_job_round_trips_through_json(tmp_path: Path) -> None:
         tmp_path, "train.parquet", "model", 8, TrainingSpec(1e-6, 1024, 10, 1, 9, 3, "grpo", SAMPLING, SERVER)
     )
     assert job_from_dict(json.loads(json.dumps(job_to_dict(original)))) == original
-    assert needs_launcher(original) and not needs_launcher(job(tmp_path, "t", "m", 1))
+    assert needs_launcher(original.run) and not needs_launcher(job(tmp_path, "t", "m", 1).run)
 
 
 def test_devices_split_between_training_and_the_vllm_server() -> None:
@@ -108,19 +103,19 @@ def test_two_processes_under_accelerate_launch_train_and_resume(
         8 * s for s in range(1, 7)
     ]
     assert [m["step"] for m in manifest] == [2, 3, 6]
-    saved = torch.load(Path(two.run_dir) / "checkpoint-6" / "training_args.bin", weights_only=False)
+    saved = torch.load(Path(two.run.run_dir) / "checkpoint-6" / "training_args.bin", weights_only=False)
     assert (saved.per_device_train_batch_size, saved.gradient_accumulation_steps, saved.world_size) == (
         2,
         2,
         2,
     )
-    state = json.loads((Path(two.run_dir) / "checkpoint-6" / "trainer_state.json").read_text())
+    state = json.loads((Path(two.run.run_dir) / "checkpoint-6" / "trainer_state.json").read_text())
     assert state["global_step"] == 6
     # Preempted before its last checkpoint: the relaunched job resumes, both ranks from checkpoint-3.
-    shutil.rmtree(Path(two.run_dir) / "checkpoint-6")
+    shutil.rmtree(Path(two.run.run_dir) / "checkpoint-6")
     Path(two.log_table).unlink()
     run_job(two)
-    assert json.loads((Path(two.run_dir) / "job.json").read_text())["resume"].endswith("checkpoint-3")
+    assert json.loads((Path(two.run.run_dir) / "job.json").read_text())["resume"].endswith("checkpoint-3")
     resumed = pd.read_parquet(two.log_table)
     assert resumed["step"].tolist() == list(range(1, 7))
     pd.testing.assert_frame_equal(resumed, table)

@@ -155,7 +155,7 @@ def test_only_training_jobs_got_the_gpus_and_ran_launched(cluster, slurm_study) 
     assert {job["tres"] for job in training} == {"gres:gpu:2"}, training
     # each run went through `accelerate launch` with two processes (its job file records the layout)
     for job_file in (workdir / "results/train").glob("*/*/job.json"):
-        assert json.loads(job_file.read_text())["job"]["launch"]["processes"] == 2
+        assert json.loads(job_file.read_text())["job"]["run"]["launch"]["processes"] == 2
     assert len(list((workdir / "results/train").glob("*/*/job.json"))) == len(training)
     # CPU rules dropped gpu=0 and asked for nothing
     assert {job["tres"] for job in jobs if job not in training} == {"N/A"}, jobs

@@ -10,7 +10,7 @@ from transformers import AutoTokenizer
 from isocompute.answers import reward_function
 from isocompute.grid import GridError, GridPoint, batch_split, checkpoint_steps
 from isocompute.specs import LaunchSpec, Recipe, RolloutEngine, SamplingSpec, TrainingSpec
-from isocompute.training import build_trainer, grpo_args, train_run
+from isocompute.training import RunSpec, build_trainer, grpo_args, train_run
 
 SAMPLING = SamplingSpec(temperature=1.0, top_p=1.0, max_new_tokens=4)
 
@@ -88,7 +88,9 @@ def test_run_saves_at_compute_points_logs_every_step_and_is_deterministic(
     tiny_model: str, pool: pd.DataFrame, tmp_path: Path
 ) -> None:
     point = GridPoint("easy", 4, 2, 0)
-    table, manifest = train_run(tiny_model, pool, point, spec(), Recipe(0.01, 0.001), tmp_path / "a")
+    table, manifest = train_run(
+        RunSpec(tiny_model, point, spec(), Recipe(0.01, 0.001), str(tmp_path / "a")), pool
+    )
     steps = checkpoint_steps(point.batch, 24, 96, 3)
     assert [m["step"] for m in manifest] == steps == [3, 6, 12]
     assert all((tmp_path / "a" / m["path"] / "model.safetensors").exists() for m in manifest)
@@ -97,7 +99,7 @@ def test_run_saves_at_compute_points_logs_every_step_and_is_deterministic(
     assert table["compute_tokens"].is_monotonic_increasing
     for column in ("reward", "entropy", "kl", "response_length", "frac_reward_zero_std", "lr"):
         assert table[column].notna().all(), column
-    again, _ = train_run(tiny_model, pool, point, spec(), Recipe(0.01, 0.001), tmp_path / "b")
+    again, _ = train_run(RunSpec(tiny_model, point, spec(), Recipe(0.01, 0.001), str(tmp_path / "b")), pool)
     pd.testing.assert_frame_equal(table, again)
 
 
@@ -105,12 +107,12 @@ def test_training_resumes_from_its_last_checkpoint(
     tiny_model: str, pool: pd.DataFrame, tmp_path: Path
 ) -> None:
     point = GridPoint("easy", 4, 2, 0)
-    full, _ = train_run(tiny_model, pool, point, spec(), Recipe(0.0, 0.0), tmp_path / "full")
+    full, _ = train_run(RunSpec(tiny_model, point, spec(), Recipe(0.0, 0.0), str(tmp_path / "full")), pool)
     run_dir = tmp_path / "resumed"
-    train_run(tiny_model, pool, point, spec(), Recipe(0.0, 0.0), run_dir)
+    train_run(RunSpec(tiny_model, point, spec(), Recipe(0.0, 0.0), str(run_dir)), pool)
     # A preempted job: the last checkpoint never got written.
     shutil.rmtree(run_dir / "checkpoint-12")
-    resumed, manifest = train_run(tiny_model, pool, point, spec(), Recipe(0.0, 0.0), run_dir)
+    resumed, manifest = train_run(RunSpec(tiny_model, point, spec(), Recipe(0.0, 0.0), str(run_dir)), pool)
     assert (run_dir / "checkpoint-12").exists()
     assert manifest[-1]["step"] == 12
     pd.testing.assert_frame_equal(full, resumed)
@@ -120,9 +122,9 @@ def test_changed_settings_restart_instead_of_resuming(
     tiny_model: str, pool: pd.DataFrame, tmp_path: Path
 ) -> None:
     point = GridPoint("easy", 4, 2, 0)
-    train_run(tiny_model, pool, point, spec(), Recipe(0.0, 0.0), tmp_path)
+    train_run(RunSpec(tiny_model, point, spec(), Recipe(0.0, 0.0), str(tmp_path)), pool)
     table, manifest = train_run(
-        tiny_model, pool, point, spec(compute_max=48, points=2), Recipe(0.0, 0.0), tmp_path
+        RunSpec(tiny_model, point, spec(compute_max=48, points=2), Recipe(0.0, 0.0), str(tmp_path)), pool
     )
     assert len(table) == 6 and [m["step"] for m in manifest] == [3, 6]
     assert not (tmp_path / "checkpoint-12").exists()

@@ -143,8 +143,8 @@ def launch_spec(training: Mapping[str, Any]) -> LaunchSpec:
 
 def training_gpus(training: Mapping[str, Any]) -> int:
     """GPUs one training job uses: one per process, plus the vLLM server's in server mode."""
-    server = training["vllm"]["server_gpus"] if training["vllm"]["mode"] == "server" else 0
-    return int(training["processes"]) + int(server)
+    engine = rollout_engine(training["vllm"])
+    return int(training["processes"]) + (engine.own_gpus if engine else 0)
 
 
 def figure_style(figures: Mapping[str, Any]) -> FigureStyle:

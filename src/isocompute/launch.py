@@ -21,25 +21,23 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import torch
+from accelerate import PartialState
 
 from isocompute.grid import GridPoint
 from isocompute.specs import LaunchSpec, Recipe, RolloutEngine, SamplingSpec, TrainingSpec
+from isocompute.training import RunSpec, fit, resume_point, run_settings, train_run, write_outputs
 
 JOB_FILE = "job.json"
 
 
 @dataclass(frozen=True)
 class TrainingJob:
-    """Everything one `train_grpo` job needs, in a form every rank can read from `job.json`."""
+    """One `train_grpo` job: its run, the training problems it reads and the outputs it writes, in a form
+    every rank can read back from `job.json`."""
 
-    model_path: str
+    run: RunSpec
     train_path: str
-    point: GridPoint
-    spec: TrainingSpec
-    recipe: Recipe
-    checker: str
-    run_dir: str
-    launch: LaunchSpec
     log_table: str
     checkpoints: str
 
@@ -50,24 +48,26 @@ def job_to_dict(job: TrainingJob) -> dict[str, Any]:
 
 def job_from_dict(data: dict[str, Any]) -> TrainingJob:
     """The inverse of `job_to_dict`, rebuilding the nested specs."""
-    spec = dict(data["spec"])
+    run = dict(data["run"])
+    spec = dict(run["spec"])
     spec["sampling"] = SamplingSpec(**spec["sampling"])
     spec["rollout_engine"] = RolloutEngine(**spec["rollout_engine"]) if spec["rollout_engine"] else None
-    return TrainingJob(
+    rebuilt = RunSpec(
         **{
-            **data,
-            "point": GridPoint(**data["point"]),
+            **run,
+            "point": GridPoint(**run["point"]),
             "spec": TrainingSpec(**spec),
-            "recipe": Recipe(**data["recipe"]),
-            "launch": LaunchSpec(**data["launch"]),
+            "recipe": Recipe(**run["recipe"]),
+            "launch": LaunchSpec(**run["launch"]),
         }
     )
+    return TrainingJob(**{**data, "run": rebuilt})
 
 
-def needs_launcher(job: TrainingJob) -> bool:
+def needs_launcher(run: RunSpec) -> bool:
     """Several training processes, or a vLLM server beside them, need `accelerate launch`."""
-    engine = job.spec.rollout_engine
-    return job.launch.processes > 1 or (engine is not None and engine.mode == "server")
+    engine = run.spec.rollout_engine
+    return run.launch.processes > 1 or (engine is not None and engine.own_gpus > 0)
 
 
 def split_devices(devices: list[str], processes: int, server_gpus: int) -> tuple[list[str], list[str]]:
@@ -82,8 +82,6 @@ def split_devices(devices: list[str], processes: int, server_gpus: int) -> tuple
 
 def visible_devices() -> list[str]:
     """The GPUs this job may use, as SLURM (or the user) set CUDA_VISIBLE_DEVICES."""
-    import torch
-
     listed = os.environ.get("CUDA_VISIBLE_DEVICES")
     if listed is not None:
         return [d for d in listed.split(",") if d]
@@ -136,41 +134,34 @@ def free_port() -> int:
 
 def run_job(job: TrainingJob) -> None:
     """Train the job's grid point and write its outputs, launching processes and a server as needed."""
-    import torch
-
-    from isocompute.training import resume_point, run_settings, train_run, write_outputs
-
+    run = job.run
     problems = pd.read_parquet(job.train_path)
-    if not needs_launcher(job):
-        table, manifest = train_run(
-            job.model_path, problems, job.point, job.spec, job.recipe, job.run_dir, job.checker, job.launch
-        )
-        write_outputs(table, manifest, job.log_table, job.checkpoints)
+    if not needs_launcher(run):
+        write_outputs(*train_run(run, problems), job.log_table, job.checkpoints)
         return
-    settings = run_settings(job.model_path, problems, job.point, job.spec, job.recipe, job.checker)
-    resume = resume_point(job.run_dir, settings)
+    resume = resume_point(run.run_dir, run_settings(run, problems))
     ports = (free_port(), free_port())
-    job_file = Path(job.run_dir) / JOB_FILE
+    job_file = Path(run.run_dir) / JOB_FILE
     job_file.write_text(json.dumps({"job": job_to_dict(job), "resume": resume, "ports": ports}, indent=2))
-    engine = job.spec.rollout_engine
-    server_gpus = engine.server_gpus if engine is not None and engine.mode == "server" else 0
+    engine = run.spec.rollout_engine
+    server_gpus = engine.own_gpus if engine is not None else 0
     on_gpu = torch.cuda.is_available()
     if server_gpus and not on_gpu:
         raise RuntimeError("training.vllm.mode=server needs GPUs, and this job sees none")
     env = dict(os.environ)
     server = None
     if on_gpu:
-        train_devices, server_devices = split_devices(visible_devices(), job.launch.processes, server_gpus)
+        train_devices, server_devices = split_devices(visible_devices(), run.launch.processes, server_gpus)
         env["CUDA_VISIBLE_DEVICES"] = ",".join(train_devices)
         if server_gpus:
             server = subprocess.Popen(
-                server_command(job.model_path, engine, ports[0]),
+                server_command(run.model_path, engine, ports[0]),
                 env={**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(server_devices)},
                 stdout=sys.stdout,
                 stderr=sys.stderr,
             )
     try:
-        command = accelerate_command(job.launch, job_file, on_gpu, free_port())
+        command = accelerate_command(run.launch, job_file, on_gpu, free_port())
         subprocess.run(command, env=env, check=True, stdout=sys.stdout, stderr=sys.stderr)
     finally:
         if server is not None:
@@ -180,27 +171,10 @@ def run_job(job: TrainingJob) -> None:
 
 def main(job_file: str) -> None:
     """One rank of a launched run: train its share from the job's resume point; rank 0 writes outputs."""
-    import torch
-    from accelerate import PartialState
-
-    from isocompute.training import fit, write_outputs
-
     torch.set_num_threads(1)
     saved = json.loads(Path(job_file).read_text())
     job = job_from_dict(saved["job"])
-    problems = pd.read_parquet(job.train_path)
-    table, manifest = fit(
-        job.model_path,
-        problems,
-        job.point,
-        job.spec,
-        job.recipe,
-        job.run_dir,
-        job.checker,
-        job.launch,
-        saved["resume"],
-        tuple(saved["ports"]),
-    )
+    table, manifest = fit(job.run, pd.read_parquet(job.train_path), saved["resume"], tuple(saved["ports"]))
     if PartialState().is_main_process:
         write_outputs(table, manifest, job.log_table, job.checkpoints)
 

@@ -70,6 +70,11 @@ class RolloutEngine:
     importance_sampling: str | None
     importance_sampling_cap: float
 
+    @property
+    def own_gpus(self) -> int:
+        """GPUs the engine takes beside the training processes: the server's, in server mode."""
+        return self.server_gpus if self.mode == "server" else 0
+
 
 @dataclass(frozen=True)
 class LaunchSpec:

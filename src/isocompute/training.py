@@ -17,6 +17,7 @@ import dataclasses
 import json
 import shutil
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,19 @@ SINGLE_PROCESS = LaunchSpec(
     accelerate_config=None,
     resume_every_steps=None,
 )
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One grid point's run: the model it starts from, what it computes, where it lives, how it is laid out."""
+
+    model_path: str
+    point: GridPoint
+    spec: TrainingSpec
+    recipe: Recipe
+    run_dir: str
+    checker: str = "exact"
+    launch: LaunchSpec = SINGLE_PROCESS
 
 
 def grpo_args(
@@ -188,22 +202,18 @@ def build_trainer(
     )
 
 
-def run_settings(
-    model_path: str,
-    train_problems: pd.DataFrame,
-    point: GridPoint,
-    spec: TrainingSpec,
-    recipe: Recipe,
-    checker: str,
-) -> dict[str, object]:
-    """Everything that changes what a run computes; a run resumes only when these are unchanged."""
+def run_settings(run: RunSpec, train_problems: pd.DataFrame) -> dict[str, object]:
+    """Everything that changes what a run computes; a run resumes only when these are unchanged.
+
+    The device layout (`run.launch`) is not among them: a run resumes on any number of GPUs.
+    """
     return {
-        "model": str(model_path),
+        "model": str(run.model_path),
         "problems": train_problems["id"].tolist(),
-        "point": dataclasses.asdict(point),
-        "spec": dataclasses.asdict(spec),
-        "recipe": dataclasses.asdict(recipe),
-        "checker": checker,
+        "point": dataclasses.asdict(run.point),
+        "spec": dataclasses.asdict(run.spec),
+        "recipe": dataclasses.asdict(run.recipe),
+        "checker": run.checker,
     }
 
 
@@ -233,45 +243,30 @@ def training_table(log_history: list[dict[str, float]], batch: int) -> pd.DataFr
     return table
 
 
-def train_run(
-    model_path: str,
-    train_problems: pd.DataFrame,
-    point: GridPoint,
-    spec: TrainingSpec,
-    recipe: Recipe,
-    run_dir: str | Path,
-    checker: str = "exact",
-    launch: LaunchSpec = SINGLE_PROCESS,
-) -> tuple[pd.DataFrame, list[dict[str, object]]]:
+def train_run(run: RunSpec, train_problems: pd.DataFrame) -> tuple[pd.DataFrame, list[dict[str, object]]]:
     """Train one grid point in this process; return its per-step table and the manifest of its checkpoints."""
-    settings = run_settings(model_path, train_problems, point, spec, recipe, checker)
-    resume = resume_point(run_dir, settings)
-    return fit(model_path, train_problems, point, spec, recipe, run_dir, checker, launch, resume)
+    resume = resume_point(run.run_dir, run_settings(run, train_problems))
+    return fit(run, train_problems, resume)
 
 
 def fit(
-    model_path: str,
+    run: RunSpec,
     train_problems: pd.DataFrame,
-    point: GridPoint,
-    spec: TrainingSpec,
-    recipe: Recipe,
-    run_dir: str | Path,
-    checker: str,
-    launch: LaunchSpec,
     resume: str | None,
     ports: tuple[int, int] = TRL_VLLM_PORTS,
 ) -> tuple[pd.DataFrame, list[dict[str, object]]]:
     """The training itself, from `resume` (a checkpoint path) or from the start, on this process's share."""
+    point, spec = run.point, run.spec
     save_steps = checkpoint_steps(point.batch, spec.compute_min, spec.compute_max, spec.checkpoint_points)
-    args = grpo_args(point, spec, recipe, run_dir, launch, ports)
+    args = grpo_args(point, spec, run.recipe, run.run_dir, run.launch, ports)
     trainer = build_trainer(
-        model_path,
+        run.model_path,
         train_problems,
         args,
         save_steps,
-        reward_function(checker),
+        reward_function(run.checker),
         spec.sampling.chat_template,
-        launch.resume_every_steps,
+        run.launch.resume_every_steps,
     )
     trainer.train(resume_from_checkpoint=resume)
     table = training_table(trainer.state.log_history, point.batch)

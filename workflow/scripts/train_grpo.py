@@ -6,23 +6,22 @@ import pandas as pd
 
 from isocompute.config import launch_spec, recipe_of, training_spec
 from isocompute.launch import TrainingJob, run_job
+from isocompute.training import RunSpec
 from isocompute.workflow import base_model_of, start_job
 
 start_job(snakemake.log[0])
 point = snakemake.params.point
 settings = snakemake.params.settings
-job = TrainingJob(
+run = RunSpec(
     model_path=base_model_of(snakemake),
-    train_path=snakemake.input.train,
     point=point,
     spec=training_spec(settings),
     recipe=recipe_of(settings, point.problem_set),
-    checker=snakemake.params.checker,
     run_dir=snakemake.params.run_dir,
+    checker=snakemake.params.checker,
     launch=launch_spec(snakemake.config["training"]),  # not a param: a new layout reruns nothing
-    log_table=snakemake.output.log_table,
-    checkpoints=snakemake.output.checkpoints,
 )
+job = TrainingJob(run, snakemake.input.train, snakemake.output.log_table, snakemake.output.checkpoints)
 run_job(job)
 table = pd.read_parquet(job.log_table)
 logging.info("%s: %d steps, final train reward %.3f", point.run, len(table), table["reward"].iloc[-1])
