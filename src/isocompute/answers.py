@@ -18,7 +18,6 @@ from functools import lru_cache
 
 from math_verify import parse, verify
 
-CHECKERS = ("exact", "math_verify")
 MATH_VERIFY_TIMEOUT_S = 5
 
 
@@ -82,13 +81,17 @@ def math_verify_match(completion: str, answer: str) -> bool:
 _MATCHERS: dict[str, Callable[[str, str], bool]] = {"exact": exact_match, "math_verify": math_verify_match}
 
 
+def matcher(checker: str) -> Callable[[str, str], bool]:
+    """The named checker's `(completion, answer) -> correct`; an unknown name is an error naming the key."""
+    try:
+        return _MATCHERS[checker]
+    except KeyError:
+        raise ValueError(f"problems.checker must be one of {list(_MATCHERS)}, not {checker!r}") from None
+
+
 def is_correct(completion: str, answer: str, checker: str = "exact") -> bool:
     """Whether `completion` answers `answer` correctly under the named checker."""
-    try:
-        match = _MATCHERS[checker]
-    except KeyError:
-        raise ValueError(f"problems.checker must be one of {list(CHECKERS)}, not {checker!r}") from None
-    return match(completion, answer)
+    return matcher(checker)(completion, answer)
 
 
 def reward_function(checker: str) -> Callable[..., list[float]]:
@@ -96,10 +99,10 @@ def reward_function(checker: str) -> Callable[..., list[float]]:
 
     Conversational completions (lists of messages) are scored on their last message's text.
     """
-    is_correct("", "0", checker)  # an unknown checker fails here, before training starts
+    match = matcher(checker)  # an unknown checker fails here, before training starts
 
     def correctness(completions: list[object], answer: list[str], **_: object) -> list[float]:
-        return [float(is_correct(_text(c), reference, checker)) for c, reference in zip(completions, answer)]
+        return [float(match(_text(c), reference)) for c, reference in zip(completions, answer)]
 
     return correctness
 

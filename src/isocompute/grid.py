@@ -57,9 +57,9 @@ def expand_grid(blocks: Sequence[Mapping[str, Any]], max_batch: Mapping[str, int
                     f"grid[{index}].problem_sets names {problem_set!r}, not a key of problem_sets"
                 )
             for b_problem, n in pairs:
-                if b_problem * n > max_batch[problem_set] and block.get("drop_over_max_batch", False):
-                    continue
                 if b_problem * n > max_batch[problem_set]:
+                    if block.get("drop_over_max_batch", False):
+                        continue
                     raise GridError(
                         f"grid[{index}]: b_problem={b_problem} * n={n} = {b_problem * n} exceeds "
                         f"problem_sets.{problem_set}.max_batch={max_batch[problem_set]}"

@@ -87,13 +87,12 @@ def load_problem_table(
     raw = read_source(path_or_id, split, data_files)
     if schema == "problem_table":
         table = validate_problem_table(raw, path_or_id)
-        unreadable = [a for a in table["answer"] if not answer_parses(a, checker)]
-        if unreadable:
-            row = table["answer"].tolist().index(unreadable[0])
-            raise ProblemTableError(
-                f"{path_or_id}: row {row} (id={table['id'].iloc[row]!r}) has answer {unreadable[0]!r}, which "
-                f"problems.checker={checker!r} cannot read"
-            )
+        for row, answer in enumerate(table["answer"]):
+            if not answer_parses(answer, checker):
+                raise ProblemTableError(
+                    f"{path_or_id}: row {row} (id={table['id'].iloc[row]!r}) has answer {answer!r}, which "
+                    f"problems.checker={checker!r} cannot read"
+                )
         return ImportedTable(table, pd.DataFrame(columns=["id", "row", "reason"]))
     if schema == "guru":
         return _from_guru(raw, path_or_id, checker)
