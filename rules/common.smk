@@ -82,6 +82,7 @@ def get_study_fit_inputs(wildcards):
         "evals": run_files(runs, "evals.parquet"),
         "val_counts": run_files(runs, "val_counts.parquet"),
         "base": f"results/evaluation/{wildcards.problem_set}/base_model.parquet",
+        "base_counts": f"results/evaluation/{wildcards.problem_set}/base_counts.parquet",
     }
 
 
@@ -136,7 +137,9 @@ def figure_paths(figure):
             )
         ]
     else:
-        folders = [f"{s.problem_set}/{s.name}" for s in STUDIES if s.kind == kind]
+        folders = [
+            f"{s.problem_set}/{s.name}" for s in STUDIES if kind in ("study", s.kind)
+        ]
     return [
         f"results/figures/{folder}/{figure}.{ext}"
         for folder in folders

@@ -7,6 +7,7 @@ rule evaluate_base_model:
         model=get_base_model_input(),
     output:
         evals="results/evaluation/{problem_set}/base_model.parquet",
+        counts="results/evaluation/{problem_set}/base_counts.parquet",
     log:
         "logs/evaluate_base_model/{problem_set}.log",
     conda:

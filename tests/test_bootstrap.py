@@ -4,26 +4,31 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from isocompute.analysis import FitOptions
 from isocompute.bootstrap import resample_evals
-from isocompute.fitting import fit_study, reward_curve
+from isocompute.fitting import reward_curve
 from isocompute.metrics import summarize_counts
+from isocompute.study_fits import fit_study
+
+OPTIONS = FitOptions("avg@4", "compute_rollouts")
 
 COMPUTE = np.geomspace(1e3, 1e6, 10)
 TRUTH = (0.2, 0.6, 4.0, 1.2)  # r0, a, log10 C_mid, b of the population's avg@4
 
 
-def val_counts(problems: int, seed: int, curves: dict[int, tuple[float, ...]] | None = None) -> pd.DataFrame:
+def val_counts(problems: int, seed: int, curves: dict[int, tuple[float, ...]] | None = None, seeds: int = 1) -> pd.DataFrame:
     """Per-problem correct counts out of 4, each problem solving with the population's rate at C."""
     rng = np.random.default_rng(seed)
     rows = []
     for n, params in (curves or {8: TRUTH}).items():
-        for step, c in enumerate(COMPUTE, start=1):
-            p = reward_curve(np.log10(c), *params)
-            for pid, correct in enumerate(rng.binomial(4, p, size=problems)):
-                rows.append(
-                    {"run": f"n{n}", "b_problem": 8, "n": n, "seed": 0, "step": step, "compute_rollouts": c,
-                     "compute_tokens": 5 * c, "id": f"p{pid}", "n_correct": correct}  # fmt: skip
-                )
+        for run_seed in range(seeds):
+            for step, c in enumerate(COMPUTE, start=1):
+                p = reward_curve(np.log10(c), *params)
+                for pid, correct in enumerate(rng.binomial(4, p, size=problems)):
+                    rows.append(
+                        {"run": f"n{n}_s{run_seed}", "b_problem": 8, "n": n, "seed": run_seed, "step": step,
+                         "compute_rollouts": c, "compute_tokens": 5 * c, "id": f"p{pid}", "n_correct": correct}  # fmt: skip
+                    )
     return pd.DataFrame(rows)
 
 
@@ -35,21 +40,45 @@ def evals_of(counts: pd.DataFrame) -> pd.DataFrame:
 def test_replicas_are_paired_and_differ_from_each_other() -> None:
     counts = val_counts(50, seed=0, curves={4: TRUTH, 16: TRUTH})
     replicas = resample_evals(counts, k=4, resamples=3, seed=0)
-    assert len(replicas) == 3 and len(replicas[0]) == 2 * len(COMPUTE)
-    assert not np.allclose(replicas[0]["avg@4"], replicas[1]["avg@4"])
-    assert (replicas[0]["worst@4"] <= replicas[0]["avg@4"]).all()
+    assert len(replicas) == 3 and len(replicas[0].evals) == 2 * len(COMPUTE)
+    assert not np.allclose(replicas[0].evals["avg@4"], replicas[1].evals["avg@4"])
+    assert (replicas[0].evals["worst@4"] <= replicas[0].evals["avg@4"]).all()
+    assert replicas[0].base is None
     assert resample_evals(counts, 4, 0, 0) == []
     again = resample_evals(counts, k=4, resamples=3, seed=0)
-    pd.testing.assert_frame_equal(replicas[2], again[2])
+    pd.testing.assert_frame_equal(replicas[2].evals, again[2].evals)
+
+
+def test_the_base_model_is_resampled_with_the_same_problems() -> None:
+    counts = val_counts(80, seed=2)
+    first = counts[counts["step"] == 1]
+    # A base model that scores exactly like the first checkpoint: the same problem draw gives the same value.
+    base = first[["id", "n_correct"]]
+    replicas = resample_evals(counts, 4, 20, seed=0, base_counts=base)
+    for replica in replicas:
+        at_first = replica.evals.loc[replica.evals["step"] == 1]
+        assert replica.base["avg@4"] == pytest.approx(at_first["avg@4"].iloc[0])
+        assert replica.base["worst@4"] == pytest.approx(at_first["worst@4"].iloc[0])
+    assert np.std([r.base["avg@4"] for r in replicas]) > 0.005
+    with pytest.raises(ValueError, match="base model counts"):
+        resample_evals(counts, 4, 2, 0, base_counts=base.iloc[:-1])
+
+
+def test_seeds_of_a_curve_are_resampled() -> None:
+    counts = val_counts(40, seed=4, seeds=3)
+    replicas = resample_evals(counts, 4, 30, seed=0)
+    drawn = [tuple(sorted(r.evals.loc[r.evals["step"] == 1, "seed"])) for r in replicas]
+    assert all(len(d) == 3 for d in drawn)
+    assert any(len(set(d)) < 3 for d in drawn)
+    single = resample_evals(val_counts(40, seed=4), 4, 5, seed=0)
+    assert all(sorted(r.evals["seed"]) == [0] * len(COMPUTE) for r in single)
 
 
 def test_bootstrap_intervals_cover_the_true_asymptote_in_most_repetitions() -> None:
     repetitions, covered = 50, 0
     for seed in range(repetitions):
         counts = val_counts(300, seed)
-        result = fit_study(
-            evals_of(counts), "avg@4", "compute_rollouts", resampled=resample_evals(counts, 4, 40, seed)
-        )
+        result = fit_study(evals_of(counts), OPTIONS, replicas=resample_evals(counts, 4, 40, seed))
         low, high = result["curves"][0]["intervals"]["a"]
         covered += low <= TRUTH[1] <= high
     rate = covered / repetitions
@@ -59,11 +88,13 @@ def test_bootstrap_intervals_cover_the_true_asymptote_in_most_repetitions() -> N
 
 def test_frontier_band_brackets_the_frontier() -> None:
     counts = val_counts(200, seed=1, curves={4: (0.2, 0.5, 3.5, 1.2), 32: (0.2, 0.65, 4.5, 1.2)})
-    result = fit_study(evals_of(counts), "avg@4", "compute_rollouts", resampled=resample_evals(counts, 4, 30, 1))
+    result = fit_study(evals_of(counts), OPTIONS, replicas=resample_evals(counts, 4, 30, 1))
     band = pd.DataFrame(result["frontier"])
     assert (band["reward_low"] <= band["reward"] + 1e-9).mean() > 0.9
     assert (band["reward"] <= band["reward_high"] + 1e-9).mean() > 0.9
-    assert "samples" in result["optimum"]["n"] or not result["optimum"]["n"]["ok"]
+    for point in result["optimum_points"]:
+        assert sum(point["shares"]["n"].values()) == pytest.approx(1.0)
+    assert result["bootstrap"] == {"resamples": 30, "seeds_resampled": False, "base_resampled": False}
 
 
 def test_mismatched_problem_sets_are_an_error() -> None:

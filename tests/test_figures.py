@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.analysis import fit_configured_study
+from isocompute.study_fits import fit_configured_study
 from isocompute.figures import render
 from isocompute.grid import GridPoint
 from isocompute.fitting import reward_curve
@@ -50,7 +50,7 @@ def study_fits(tmp_path: Path, files: dict[str, Path], study: Study) -> str:
     evals = pd.concat([pd.read_parquet(files[f"{r}/evals"]) for r in runs])
     counts = pd.concat([pd.read_parquet(files[f"{r}/val_counts"]) for r in runs])
     options = {"metric": "avg@4", "min_compute": 0, "anchor_r0": True, "points": "all", "record_bin": 0.01,
-               "frontier_points": 20, "bootstrap": 5}  # fmt: skip
+               "frontier_points": 20, "bootstrap": 5, "extrapolate": True, "holdout_decades": 0.5}  # fmt: skip
     fits = fit_configured_study(evals, counts, {"avg@4": 0.4, "best@4": 0.7, "worst@4": 0.1}, study, options, 4,
                                 {"lr_base": 1e-4, "lr_batch_ref": 128}, seed=0)  # fmt: skip
     path = tmp_path / f"{study.name}.json"
@@ -80,6 +80,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, list
         "fig11_joint_optimum": {"fits": [joint]},
         "fig12_train_pass_rates": {"pass": [], "pass_rates": [str(files["bp16_n2_seed0/pass"]), str(files["bp16_n32_seed0/pass"])]},
         "fig23_token_compute": {"fits": [bp16]},
+        "fig_extrapolation": {"fits": [bp16]},
     }
 
 
@@ -95,6 +96,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, list
         "fig11_joint_optimum",
         "fig12_train_pass_rates",
         "fig23_token_compute",
+        "fig_extrapolation",
     ],
 )
 def test_every_figure_renders_from_tables(tmp_path: Path, inputs: dict, figure: str) -> None:
@@ -111,13 +113,13 @@ def test_figures_survive_failed_fits(tmp_path: Path) -> None:
             "metric": "avg@4", "compute": "compute_rollouts", "by": ["n"],
             "measured": [{"n": 4, "step": 1, "compute_rollouts": 32.0, "avg@4": 0.1}],
             "curves": [{"key": {"n": 4}, "ok": False, "reason": "1 points above min_compute=0, need 3"}],
-            "frontier": [], "optimum": {"n": {"ok": False, "reason": "no curve could be fitted"}},
-            "optimum_at_max_compute": None,
+            "frontier": [], "optimum_points": [], "optimum": {"n": {"ok": False, "reason": "no curve could be fitted"}},
+            "optimum_at_max_compute": None, "holdout": {"checkable": False, "reason": "not checkable on this range"},
         }}},
     }  # fmt: skip
     path = tmp_path / "fits.json"
     path.write_text(json.dumps(fits))
-    for figure in ("fig05_frontier", "fig06_nstar"):
+    for figure in ("fig05_frontier", "fig06_nstar", "fig_extrapolation"):
         render(figure, {"fits": [str(path)], "base": []} if figure == "fig06_nstar" else {"fits": [str(path)], "base": _base(tmp_path)},
                "easy", "avg@4", 4, STYLE, [str(tmp_path / f"{figure}.png")])  # fmt: skip
         assert (tmp_path / f"{figure}.png").stat().st_size > 3000

@@ -4,19 +4,21 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from isocompute.analysis import FitOptions
 from isocompute.fitting import (
     FitFailure,
     OptimumFit,
     RewardFit,
+    fit_law,
     fit_optimum,
     fit_reward,
-    fit_study,
-    frontier,
     optimum_curve,
     record_breaking,
     reward_curve,
     reward_fit_from_json,
 )
+from isocompute.frontier import Curve, distinct_computes, frontier
+from isocompute.study_fits import fit_study
 
 COMPUTE = np.geomspace(1e3, 1e7, 13)
 
@@ -49,33 +51,68 @@ def test_reward_sigmoid_recovers_its_parameters() -> None:
 
 def test_too_few_points_and_flat_curves_are_recorded_not_dropped() -> None:
     few = fit_reward(COMPUTE[:3], np.array([0.1, 0.2, 0.3]))
-    assert isinstance(few, FitFailure) and "need 4" in few.reason
+    assert isinstance(few, FitFailure) and "need 5" in few.reason
+    exact = fit_reward(COMPUTE[:4], np.array([0.1, 0.2, 0.3, 0.35]))
+    assert isinstance(exact, FitFailure) and "exact interpolation" in exact.reason
+    assert isinstance(fit_reward(COMPUTE[:4], np.array([0.1, 0.2, 0.3, 0.35]), r0=0.05), RewardFit)
     flat = fit_reward(COMPUTE, np.full(len(COMPUTE), 0.4))
     assert isinstance(flat, FitFailure) and "flat" in flat.reason
     early = fit_reward(COMPUTE, np.linspace(0, 1, len(COMPUTE)), min_compute=5e6)
     assert isinstance(early, FitFailure)
 
 
+def _curve(key: tuple[int, ...], fit: RewardFit, low: float = COMPUTE[0], high: float = COMPUTE[-1]) -> Curve:
+    compute = np.geomspace(low, high, 5)
+    return Curve(key, compute, fit(compute), fit)
+
+
 def test_frontier_picks_the_right_n_where_curves_cross() -> None:
-    fits = {(n,): RewardFit(*params, rmse=0.0, num_points=13) for n, params in CURVES.items()}
-    envelope = frontier(fits, COMPUTE, ["n"])
+    curves = [_curve((n,), RewardFit(*params, rmse=0.0, num_points=13)) for n, params in CURVES.items()]
+    envelope = frontier(curves, COMPUTE, ["n"])
     assert envelope["n"].iloc[0] == 8
     assert envelope["n"].iloc[-1] == 128
     assert envelope["n"].is_monotonic_increasing
     for c, reward in zip(envelope["compute"], envelope["reward"]):
-        assert reward == pytest.approx(max(fit(c) for fit in fits.values()))
+        assert reward == pytest.approx(max(curve.fit(c) for curve in curves))
 
 
 def test_frontier_ties_go_to_the_smaller_n_and_single_curves_work() -> None:
     same = RewardFit(0.1, 0.5, 4.0, 1.0, 0.0, 5)
-    assert set(frontier({(16,): same, (4,): same}, COMPUTE, ["n"])["n"]) == {4}
-    assert set(frontier({(64,): same}, COMPUTE, ["n"])["n"]) == {64}
-    assert frontier({}, COMPUTE, ["n"]).empty
+    assert set(frontier([_curve((16,), same), _curve((4,), same)], COMPUTE, ["n"])["n"]) == {4}
+    assert set(frontier([_curve((64,), same)], COMPUTE, ["n"])["n"]) == {64}
+    assert frontier([], COMPUTE, ["n"]).empty
+
+
+def test_a_curve_competes_only_inside_its_measured_range_unless_extrapolation_is_asked() -> None:
+    high = RewardFit(0.1, 0.9, 4.0, 1.0, 0.0, 5)
+    low = RewardFit(0.1, 0.3, 4.0, 1.0, 0.0, 5)
+    curves = [_curve((4,), low), _curve((256,), high, low=1e5)]
+    inside = frontier(curves, COMPUTE, ["n"])
+    assert (inside.loc[inside["compute"] < 1e5 / 1.2, "n"] == 4).all()
+    assert (inside.loc[inside["compute"] >= 1e5, "n"] == 256).all()
+    assert not inside["extrapolated"].any()
+    beyond = frontier(curves, COMPUTE, ["n"], extrapolate=True)
+    assert (beyond["n"] == 256).all()
+    assert beyond["extrapolated"].tolist() == (beyond["compute"] < 1e5 / 10**0.05).tolist()
+
+
+def test_a_curve_without_a_fit_competes_with_its_measured_points() -> None:
+    fitted = RewardFit(0.1, 0.4, 4.0, 1.0, 0.0, 5)
+    compute = np.geomspace(1e4, 1e7, 3)
+    unfitted = Curve((64,), compute, np.array([0.6, 0.7, 0.8]), FitFailure("too_few_points", "3 points"))
+    envelope = frontier([_curve((8,), fitted), unfitted], COMPUTE, ["n"])
+    late = envelope[envelope["compute"] >= 1e4]
+    assert (late["n"] == 64).all() and not late["fitted"].any()
+    assert late["reward"].iloc[-1] == pytest.approx(0.8)
+
+
+def test_distinct_computes_merge_checkpoints_a_little_apart() -> None:
+    assert distinct_computes([512, 544, 1024, 1024, 2048, 0]).round().tolist() == [528.0, 1024.0, 2048.0]
 
 
 def test_joint_frontier_reports_the_pair() -> None:
-    fits = {(32, 8): RewardFit(0.3, 0.5, 3.5, 1.5, 0, 9), (8, 128): RewardFit(0.3, 0.7, 5.5, 1.5, 0, 9)}
-    envelope = frontier(fits, COMPUTE, ["b_problem", "n"])
+    curves = [_curve((32, 8), RewardFit(0.3, 0.5, 3.5, 1.5, 0, 9)), _curve((8, 128), RewardFit(0.3, 0.7, 5.5, 1.5, 0, 9))]
+    envelope = frontier(curves, COMPUTE, ["b_problem", "n"])
     assert envelope[["b_problem", "n"]].iloc[0].tolist() == [32, 8]
     assert envelope[["b_problem", "n"]].iloc[-1].tolist() == [8, 128]
 
@@ -99,32 +136,56 @@ def test_inverse_sigmoid_of_b_problem_star() -> None:
     assert fit.log10_c0 == pytest.approx(2.0, abs=0.15)
 
 
-def test_constant_nstar_is_a_recorded_failure() -> None:
-    fit = fit_optimum(COMPUTE, np.full(len(COMPUTE), 16))
-    assert isinstance(fit, FitFailure) and "16" in fit.reason
+def test_laws_are_reported_only_where_the_points_hold_one() -> None:
+    compute = np.geomspace(1e3, 1e6, 8)
+    constant = fit_law(compute, np.full(8, 16), "n")
+    assert isinstance(constant, FitFailure) and constant.kind == "constant" and "constant at 16" in constant.reason
+    step = fit_law(compute, np.array([2, 2, 2, 2, 4, 4, 4, 4]), "n")
+    assert step.kind == "two_levels" and "from 2 to 4" in step.reason and "slope not identified" in step.reason
+    wiggle = fit_law(compute, np.array([8, 8, 32, 32, 16, 16, 64, 64]), "n")
+    assert wiggle.kind == "not_monotone" and "8, 32, 16, 64" in wiggle.reason
+    few = fit_law(compute[:4], np.array([2, 4, 8, 16]), "n")
+    assert few.kind == "too_few_points"
+    thin = fit_law(compute, np.array([2, 2, 2, 2, 4, 16, 16, 16]), "n")
+    assert thin.kind == "thin_transition" and "rests on 1 point(s)" in thin.reason
+    endless = fit_law(np.geomspace(1e3, 1e6, 12), 2 ** np.arange(1, 13), "n")
+    assert isinstance(endless, FitFailure) and endless.kind == "at_bound" and "no plateau" in endless.reason
+    rising = fit_law(compute, np.array([2, 2, 4, 8, 16, 32, 32, 32]), "n")
+    assert isinstance(rising, OptimumFit) and rising.direction == "rising"
+    falling = fit_law(compute, np.array([256, 256, 128, 64, 32, 16, 16, 16]), "b_problem")
+    assert isinstance(falling, OptimumFit) and falling.direction == "falling"
+
+
+def test_unsaturated_curves_are_flagged_but_kept() -> None:
+    reward = reward_curve(np.log10(COMPUTE), 0.2, 0.8, 7.5, 1.0)
+    fit = fit_reward(COMPUTE, reward, r0=0.2)
+    assert isinstance(fit, RewardFit)
+    assert any(flag.startswith("A not identified: curve not saturated") for flag in fit.flags)
+    saturated = fit_reward(COMPUTE, reward_curve(np.log10(COMPUTE), 0.2, 0.8, 4.0, 1.5), r0=0.2)
+    assert isinstance(saturated, RewardFit) and not saturated.flags
+
+
+def _fit(evals: pd.DataFrame, **options: object) -> dict:
+    return fit_study(evals, FitOptions("avg@4", "compute_rollouts", **options), frontier_points=60)
 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_study_fit_recovers_nstar_within_one_grid_step(seed: int) -> None:
     evals = synthetic_evals(CURVES, noise=0.004, seed=seed)
-    result = fit_study(evals, "avg@4", "compute_rollouts", min_compute=0, frontier_points=60)
-    truth = frontier({(n,): RewardFit(*p, rmse=0.0, num_points=13) for n, p in CURVES.items()}, COMPUTE, ["n"])
-    fitted = frontier(
-        {(c["key"]["n"],): reward_fit_from_json(c) for c in result["curves"]},
-        COMPUTE,
-        ["n"],
-    )
+    result = _fit(evals)
+    truths = [_curve((n,), RewardFit(*p, rmse=0.0, num_points=13)) for n, p in CURVES.items()]
+    fitted = [_curve((c["key"]["n"],), reward_fit_from_json(c)) for c in result["curves"]]
+    truth, estimate = frontier(truths, COMPUTE, ["n"]), frontier(fitted, COMPUTE, ["n"])
     grid = sorted(CURVES)
-    steps = [abs(grid.index(a) - grid.index(b)) for a, b in zip(truth["n"], fitted["n"])]
+    steps = [abs(grid.index(a) - grid.index(b)) for a, b in zip(truth["n"], estimate["n"])]
     assert max(steps) <= 1
-    assert result["optimum_at_max_compute"] == {"n": 128}
-    assert result["optimum"]["n"]["ok"]
+    assert result["optimum_at_max_compute"]["n"] == 128
 
 
 def test_study_fit_averages_seeds_at_each_step() -> None:
     evals = synthetic_evals({8: CURVES[8]}, noise=0.0, seed=0)
     shifted = evals.assign(**{"avg@4": evals["avg@4"] + 0.02})
-    result = fit_study(pd.concat([evals, shifted]), "avg@4", "compute_rollouts", ["n"], 0, 20)
+    result = _fit(pd.concat([evals, shifted]))
     assert result["curves"][0]["a"] == pytest.approx(CURVES[8][1] + 0.01, abs=0.01)
 
 
@@ -137,6 +198,6 @@ def test_record_breaking_keeps_first_entries_into_new_bins() -> None:
 
 def test_record_breaking_points_are_selectable() -> None:
     evals = synthetic_evals({8: CURVES[8]}, noise=0.01, seed=4)
-    every = fit_study(evals, "avg@4", "compute_rollouts", points="all")
-    records = fit_study(evals, "avg@4", "compute_rollouts", points="record_breaking", record_bin=0.02)
+    every = _fit(evals)
+    records = _fit(evals, points="record_breaking", record_bin=0.02)
     assert records["curves"][0]["num_points"] < every["curves"][0]["num_points"] == 13

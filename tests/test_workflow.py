@@ -107,7 +107,10 @@ def test_every_stage_leaves_its_artifacts(study: Path) -> None:
     assert (results / "figures/easy/fig09_sensitivity.png").exists()
     advice = json.loads((results / "recommendations/easy.json").read_text())
     assert [a["compute"] for a in advice] == [128, 4096]
-    assert "extrapolation" in " ".join(advice[1]["warnings"])
+    beyond = advice[1]
+    assert "extrapolation" in " ".join(beyond["warnings"]) if "warnings" in beyond else "outside the measured range" in beyond["error"]
+    for study_name in ("bp4", "batch8", "joint"):
+        assert (results / f"figures/easy/{study_name}/fig_extrapolation.png").exists()
 
     index = (results / "README.md").read_text()
     assert "fig05_frontier" in index and "problem_difficulty.parquet" in index

@@ -31,6 +31,7 @@ CATALOGUE: list[tuple[str, str]] = [
     ("train/*/*/checkpoint-*/*", "a GRPO checkpoint saved at one of the study's log-spaced compute points"),
     ("train/*/*/README.md", "TRL's model card of the run"),
     ("evaluation/*/base_model.parquet", "the base model's avg@4, best@4, worst@4 on a validation set"),
+    ("evaluation/*/base_counts.parquet", "the base model's correct samples out of 4 per validation problem (bootstrap)"),
     ("evaluation/*/*/evals.parquet", "per checkpoint: avg@4, best@4, worst@4, response tokens, compute"),
     ("evaluation/*/*/val_counts.parquet", "per checkpoint and validation problem: correct samples out of 4"),
     ("evaluation/*/*/train_pass_rates.parquet", "per checkpoint: pass rate of each sampled training problem"),

@@ -1,11 +1,15 @@
-"""Bootstrap over validation problems: replicas of the evaluation table for the fits' intervals.
+"""Bootstrap replicas of an evaluation table, resampling what really varies between repetitions of a study.
 
-The uncertainty of a frontier comes mostly from which few hundred problems were held out. A replica
-draws the validation problems with replacement, the same draw for every run and checkpoint (so curves
-stay paired), and recomputes each metric from the per-problem correct counts.
+A replica draws the validation problems with replacement, the same draw for every run, every checkpoint
+and the base model (so curves stay paired, and the base value that anchors every curve moves with them),
+and recomputes each metric from the per-problem correct counts. Where a curve has several seeds, the
+replica also draws that curve's seeds with replacement, so seed-to-seed variation enters the intervals.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -15,22 +19,84 @@ from isocompute.metrics import per_problem
 CHECKPOINT_KEYS = ["run", "problem_set", "b_problem", "n", "seed", "step", "compute_rollouts", "compute_tokens"]
 
 
-def resample_evals(val_counts: pd.DataFrame, k: int, resamples: int, seed: int) -> list[pd.DataFrame]:
-    """`resamples` replicas of the per-checkpoint metrics, each over a resampled set of problems."""
+@dataclass(frozen=True)
+class Replica:
+    """One resample: the per-checkpoint metrics, and the base model's metrics on the same problems."""
+
+    evals: pd.DataFrame
+    base: dict[str, float] | None
+
+
+def _problem_matrix(counts: pd.DataFrame, keys: list[str], ids: np.ndarray, k: int, what: str) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    """Per metric, a matrix of per-problem values: one row per checkpoint (or one for the base), a column per id."""
+    values = per_problem(counts["n_correct"].to_numpy(), k)
+    matrices, rows = {}, pd.DataFrame()
+    for name, per_row in values.items():
+        if keys:
+            matrix = counts.assign(value=per_row).pivot_table(index=keys, columns="id", values="value")
+        else:
+            matrix = counts.assign(value=per_row).set_index("id")[["value"]].T
+        matrix = matrix.reindex(columns=ids)
+        if matrix.isna().any().any():
+            raise ValueError(f"{what}: every checkpoint must be scored on the same validation problems")
+        rows = matrix.index.to_frame(index=False) if keys else rows
+        matrices[name] = matrix.to_numpy()
+    return rows, matrices
+
+
+def resample_evals(
+    val_counts: pd.DataFrame,
+    k: int,
+    resamples: int,
+    seed: int,
+    by: Sequence[str] = ("n",),
+    base_counts: pd.DataFrame | None = None,
+) -> list[Replica]:
+    """`resamples` replicas of the per-checkpoint metrics (and of the base model's, where its counts are given).
+
+    `by` names the columns that key a curve: seeds are drawn per curve. The draws depend only on `seed`.
+    """
     if resamples == 0:
         return []
     keys = [column for column in CHECKPOINT_KEYS if column in val_counts.columns]
     ids = np.sort(val_counts["id"].unique())
     rng = np.random.default_rng(seed)
     weights = rng.multinomial(len(ids), np.full(len(ids), 1 / len(ids)), size=resamples) / len(ids)
-    values = per_problem(val_counts["n_correct"].to_numpy(), k)
-    checkpoints = None
-    replicated: dict[str, np.ndarray] = {}
-    for name, per_row in values.items():
-        matrix = val_counts.assign(value=per_row).pivot_table(index=keys, columns="id", values="value")
-        matrix = matrix.reindex(columns=ids)
-        if matrix.isna().any().any():
-            raise ValueError("every checkpoint must be scored on the same validation problems")
-        checkpoints = matrix.index.to_frame(index=False)
-        replicated[name] = matrix.to_numpy() @ weights.T
-    return [checkpoints.assign(**{name: m[:, r] for name, m in replicated.items()}) for r in range(resamples)]
+    checkpoints, matrices = _problem_matrix(val_counts, keys, ids, k, "validation counts")
+    replicated = {name: matrix @ weights.T for name, matrix in matrices.items()}
+    base = None
+    if base_counts is not None:
+        if set(base_counts["id"]) != set(ids):
+            raise ValueError("base model counts: not scored on the same validation problems as the runs")
+        _, base_matrices = _problem_matrix(base_counts, [], ids, k, "base model counts")
+        base = {name: (matrix @ weights.T)[0] for name, matrix in base_matrices.items()}
+    rows = _seed_draws(checkpoints, list(by), resamples, rng)
+    return [
+        Replica(
+            checkpoints.iloc[rows[r]].assign(**{name: m[rows[r], r] for name, m in replicated.items()}).reset_index(drop=True),
+            {name: float(values[r]) for name, values in base.items()} if base else None,
+        )
+        for r in range(resamples)
+    ]
+
+
+def _seed_draws(checkpoints: pd.DataFrame, by: list[str], resamples: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Per replica, the checkpoint rows it holds: for each curve, its seeds drawn with replacement.
+
+    With one seed per curve every replica holds every row once.
+    """
+    everything = np.arange(len(checkpoints))
+    if "seed" not in checkpoints or checkpoints.groupby(by)["seed"].nunique().max() <= 1:
+        return [everything] * resamples
+    curves = [
+        {seed: rows.index.to_numpy() for seed, rows in group.groupby("seed")}
+        for _, group in checkpoints.groupby(by)
+    ]
+    draws = []
+    for _ in range(resamples):
+        chosen = []
+        for seeds in curves:
+            names = sorted(seeds)
+            chosen += [seeds[names[i]] for i in rng.integers(0, len(names), size=len(names))]
+        draws.append(np.concatenate(chosen))
+    return draws

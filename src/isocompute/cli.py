@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from isocompute.analysis import FitOptions
 from isocompute.bootstrap import resample_evals
-from isocompute.fitting import fit_study
 from isocompute.recommend import describe, recommend
+from isocompute.study_fits import fit_study
 
 REQUIRED = ["run", "n", "b_problem", "step", "compute_rollouts", "compute_tokens"]
 COMPUTE = {"rollouts": "compute_rollouts", "tokens": "compute_tokens", "steps": "step"}
@@ -50,21 +51,27 @@ def fit_command(args: argparse.Namespace) -> dict:
                 f"{args.evals} holds b_problem values {values}: keep one (fixed-B_problem study) or use --by b_problem,n"
             )
         fixed = {"b_problem": int(values[0])}
+    base_counts = read_table(args.base_counts) if args.base_counts else None
     replicas = []
     if args.counts:
-        replicas = resample_evals(read_table(args.counts), args.k, args.bootstrap, args.seed)
+        replicas = resample_evals(read_table(args.counts), args.k, args.bootstrap, args.seed, by, base_counts)
     compute = COMPUTE[args.compute]
-    fit = fit_study(
-        evals,
-        args.metric,
-        compute,
-        by=by,
-        min_compute=args.min_compute,
-        frontier_points=args.frontier_points,
+    options = FitOptions(
+        metric=args.metric,
+        compute=compute,
+        by=tuple(by),
         base_reward=args.base_reward,
         points=args.points,
         record_bin=args.record_bin,
-        resampled=replicas,
+        extrapolate=args.extrapolate,
+    )
+    fit = fit_study(
+        evals,
+        options,
+        min_compute=args.min_compute,
+        frontier_points=args.frontier_points,
+        replicas=replicas,
+        holdout_decades=args.holdout_decades,
     )
     return {
         "study": {"kind": "cli", "name": Path(args.evals).stem, "by": by, "fixed": fixed},
@@ -90,6 +97,9 @@ def parser() -> argparse.ArgumentParser:
     fit.add_argument("--min-compute", type=float, default=0.0)
     fit.add_argument("--frontier-points", type=int, default=60)
     fit.add_argument("--base-reward", type=float, help="anchor every curve's R0 at this value")
+    fit.add_argument("--base-counts", help="the base model's per-problem counts, resampled with --counts")
+    fit.add_argument("--extrapolate", action="store_true", help="let curves compete beyond their measured ranges (marked)")
+    fit.add_argument("--holdout-decades", type=float, default=0.5, help="top compute held out to check the law (0: none)")
     fit.add_argument("--points", choices=["all", "record_breaking"], default="all")
     fit.add_argument("--record-bin", type=float, default=0.01)
     fit.add_argument("--lr-base", type=float, default=1e-6, help="for recommend: lr at --lr-batch-ref")

@@ -55,15 +55,21 @@ def _save(fig: plt.Figure, paths: Sequence[str], dpi: int) -> None:
     plt.close(fig)
 
 
+def _segments(table: pd.DataFrame, columns: Sequence[str]) -> Any:
+    """Runs of consecutive rows with the same values in `columns`."""
+    segment_id = (table[list(columns)] != table[list(columns)].shift()).any(axis=1).cumsum()
+    return table.groupby(segment_id)
+
+
 def plot_frontier(fit: Mapping[str, Any], base_reward: float | None, title: str, style: FigureStyle, paths: Sequence[str]) -> None:
-    """Figs. 5 and 10: measured points and the fitted sigmoid per curve, the frontier coloured by its curve."""
+    """Figs. 5 and 10: measured points and the fitted sigmoid per curve over its measured range, the
+    frontier coloured by its curve; anything beyond a curve's measured range is dashed."""
     metric, compute, by = fit["metric"], fit["compute"], fit["by"]
     measured = pd.DataFrame(fit["measured"])
     keys = sorted(_key_tuple(c["key"], by) for c in fit["curves"])
     colours = dict(zip(keys, sns.color_palette(style.palette, len(keys))))
     fig, (ax,) = _figure(style)
-    if len(measured):
-        grid = np.geomspace(measured.loc[measured[compute] > 0, compute].min(), measured[compute].max(), 200)
+    span = (measured[compute].min(), measured[compute].max()) if len(measured) else (1.0, 1.0)
     for curve in fit["curves"]:
         key = _key_tuple(curve["key"], by)
         points = measured.loc[(measured[by] == pd.Series(curve["key"])).all(axis=1)]
@@ -72,22 +78,31 @@ def plot_frontier(fit: Mapping[str, Any], base_reward: float | None, title: str,
         if isinstance(model, FitFailure):
             ax.plot(points[compute], points[metric], color=colours[key], lw=0.8, ls=":",
                     label=f"{_key_label(curve['key'])} (no fit: {model.reason})")  # fmt: skip
-        else:
-            ax.plot(grid, model(grid), color=colours[key], lw=1.3, alpha=0.7, label=_key_label(curve["key"]))
+            continue
+        low, high = curve["range"]
+        inside = np.geomspace(low, high, 100)
+        flags = " (A not identified)" if any(f.startswith("A not") for f in model.flags) else ""
+        ax.plot(inside, model(inside), color=colours[key], lw=1.3, alpha=0.7, label=_key_label(curve["key"]) + flags)
+        if fit.get("extrapolate"):
+            for part in (np.geomspace(span[0], low, 30), np.geomspace(high, span[1], 30)):
+                ax.plot(part, model(part), color=colours[key], lw=1.0, alpha=0.5, ls="--")
     envelope = pd.DataFrame(fit["frontier"])
     if len(envelope):
         if "reward_low" in envelope:
             ax.fill_between(envelope["compute"], envelope["reward_low"], envelope["reward_high"], color="grey", alpha=0.2,
                             label="frontier 95 % band (bootstrap)")  # fmt: skip
-        segment_id = (envelope[by] != envelope[by].shift()).any(axis=1).cumsum()
-        for _, segment in envelope.groupby(segment_id):
+        for _, segment in _segments(envelope, [*by, "extrapolated"]):
             key = tuple(int(v) for v in segment[by].iloc[0])
-            ax.plot(segment["compute"], segment["reward"], color=colours[key], lw=4, alpha=0.9, solid_capstyle="round")
+            dashed = bool(segment["extrapolated"].iloc[0])
+            ax.plot(segment["compute"], segment["reward"], color=colours[key], lw=4, alpha=0.9,
+                    ls="--" if dashed else "-", solid_capstyle="round")  # fmt: skip
             if len(by) > 1:
                 middle = segment.iloc[len(segment) // 2]
                 ax.annotate(f"({key[0]}, {key[1]})", (middle["compute"], middle["reward"]), textcoords="offset points",
                             xytext=(0, 8), ha="center", fontsize="x-small")  # fmt: skip
-        ax.plot([], [], color="grey", lw=4, label="frontier (coloured by its curve)")
+        ax.plot([], [], color="grey", lw=4, label="frontier inside measured ranges (coloured by its curve)")
+        if envelope["extrapolated"].any():
+            ax.plot([], [], color="grey", lw=4, ls="--", label="frontier extrapolated beyond a curve's range")
     if base_reward is not None:
         ax.axhline(base_reward, color="black", ls="--", lw=1, label=f"base model ({base_reward:.3f})")
     ax.set_xscale("log")
@@ -98,22 +113,38 @@ def plot_frontier(fit: Mapping[str, Any], base_reward: float | None, title: str,
     _save(fig, paths, style.dpi)
 
 
+def law_label(entry: Mapping[str, Any], column: str) -> str:
+    """The law of x* as printed on the paper's figures, with the interval of its midpoint, or why there is none."""
+    model = optimum_fit_from_json(entry)
+    if isinstance(model, FitFailure):
+        return f"no law of {AXIS_LABELS[column]}: {model.reason}"
+    interval = entry.get("intervals", {}).get("log10_c0")
+    extra = f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
+    return (f"log2 {AXIS_LABELS[column]} = {model.L:.2f} / (1 + exp(-{model.k:.2f} (log10 C - "
+            f"{model.log10_c0:.2f}{extra}))) + {model.b:.2f}")  # fmt: skip
+
+
 def _optimum_panel(ax: plt.Axes, fit: Mapping[str, Any], column: str) -> None:
-    """One optimum (n* or B_problem*) along the frontier, log-log, with its sigmoid and interval."""
-    envelope = pd.DataFrame(fit["frontier"])
+    """One optimum (n* or B_problem*) at the measured compute points, log-log, with its law where identified.
+
+    Points the bootstrap does not resolve (fewer than 80 % of replicas agree) are hollow: the law ignores them.
+    """
+    points = pd.DataFrame(fit["optimum_points"])
     values = sorted({int(c["key"][column]) for c in fit["curves"]})
-    if len(envelope):
-        ax.scatter(envelope["compute"], envelope[column], color="tab:blue", s=16, label=f"{AXIS_LABELS[column]} on the frontier")
-        model = optimum_fit_from_json(fit["optimum"][column])
-        if isinstance(model, FitFailure):
-            ax.plot([], [], " ", label=f"no sigmoid fit: {model.reason}")
+    entry = fit["optimum"][column]
+    if len(points):
+        resolved = points["resolved"].map(lambda r: r[column]) if "resolved" in points else pd.Series(True, index=points.index)
+        ax.scatter(points.loc[resolved, "compute"], points.loc[resolved, column], color="tab:blue", s=18,
+                   label=f"{AXIS_LABELS[column]} at a measured compute point")  # fmt: skip
+        if (~resolved).any():
+            ax.scatter(points.loc[~resolved, "compute"], points.loc[~resolved, column], facecolors="none",
+                       edgecolors="tab:blue", s=18, label="not resolved by the bootstrap (< 80 % agree)")  # fmt: skip
+        model = optimum_fit_from_json(entry)
+        if not isinstance(model, FitFailure):
+            grid = np.geomspace(points["compute"].min(), points["compute"].max(), 200)
+            ax.plot(grid, model(grid), color="tab:red", lw=1.8, label=law_label(entry, column))
         else:
-            grid = np.geomspace(envelope["compute"].min(), envelope["compute"].max(), 200)
-            interval = fit["optimum"][column].get("intervals", {}).get("log10_c0")
-            extra = f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
-            label = (f"log2 {AXIS_LABELS[column]} = {model.L:.2f} / (1 + exp(-{model.k:.2f} (log10 C - "
-                     f"{model.log10_c0:.2f}{extra}))) + {model.b:.2f}")  # fmt: skip
-            ax.plot(grid, model(grid), color="tab:red", lw=1.8, label=label)
+            ax.plot([], [], " ", label=law_label(entry, column))
         ax.set_xscale("log")
     ax.set_yscale("log", base=2)
     if values:
@@ -121,6 +152,8 @@ def _optimum_panel(ax: plt.Axes, fit: Mapping[str, Any], column: str) -> None:
         ax.set_ylim(min(values) / 1.4, max(values) * 1.4)
     ax.set_xlabel(AXIS_LABELS[fit["compute"]])
     ax.set_ylabel(f"compute-optimal {AXIS_LABELS[column]}")
+    if entry.get("ok") and entry.get("direction") == "falling" and column == "n":
+        ax.set_title("n* falls with compute", fontsize="small", color="tab:red")
     ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
 
 
@@ -130,6 +163,50 @@ def plot_optimum(fits: Sequence[Mapping[str, Any]], columns: Sequence[str], titl
     fig, axes = _figure(style, len(panels))
     for ax, (fit, column) in zip(axes, panels):
         _optimum_panel(ax, fit, column)
+    fig.suptitle(title)
+    _save(fig, paths, style.dpi)
+
+
+def plot_extrapolation(fit: Mapping[str, Any], title: str, style: FigureStyle, paths: Sequence[str]) -> None:
+    """Does the law predict? The law fitted without the top compute, against the optimum and the frontier
+    reward the full data give there; with no check possible, the reason is the figure."""
+    check = fit.get("holdout")
+    column = fit["by"][-1]
+    fig, (left, right) = _figure(style, 2)
+    if not check or not check.get("checkable"):
+        reason = check["reason"] if check else "no hold-out check configured (fits.holdout_decades = 0)"
+        for ax in (left, right):
+            ax.text(0.5, 0.5, reason, transform=ax.transAxes, ha="center", va="center", wrap=True, fontsize="small")
+            ax.set_axis_off()
+        fig.suptitle(title)
+        _save(fig, paths, style.dpi)
+        return
+    points = pd.DataFrame(fit["optimum_points"])
+    held = pd.DataFrame(check["points"])
+    for ax in (left, right):
+        ax.axvspan(check["cutoff"], check["checked_up_to"], color="grey", alpha=0.15, label="held out")
+        ax.set_xscale("log")
+        ax.set_xlabel(AXIS_LABELS[fit["compute"]])
+    left.scatter(points["compute"], points[column], color="tab:blue", s=18, label=f"{AXIS_LABELS[column]}, all data")
+    law = optimum_fit_from_json(check["laws"][column])
+    if isinstance(law, FitFailure):
+        left.plot([], [], " ", label=f"not checkable: {law.reason}")
+    else:
+        grid = np.geomspace(points["compute"].min(), check["checked_up_to"], 200)
+        left.plot(grid, law(grid), color="tab:red", lw=1.6, label="law fitted below the cutoff")
+        share = check["optimum"][column]["within_factor_2"]
+        left.set_title(f"within a factor 2 at {share:.0%} of held-out points", fontsize="small")
+    left.set_yscale("log", base=2)
+    values = sorted({int(c["key"][column]) for c in fit["curves"]})
+    left.set_yticks(values, [str(v) for v in values])
+    left.set_ylabel(f"compute-optimal {AXIS_LABELS[column]}")
+    right.plot(held["compute"], held["reward_full"], "o-", color="tab:blue", label="frontier, all data")
+    right.plot(held["compute"], held["reward_predicted"], "s--", color="tab:red", label="predicted from below the cutoff")
+    if check.get("reward_error"):
+        right.set_title(f"mean |error| {check['reward_error']['mean_abs']:.3f}", fontsize="small")
+    right.set_ylabel(f"validation {fit['metric']}")
+    for ax in (left, right):
+        ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
     fig.suptitle(title)
     _save(fig, paths, style.dpi)
 
@@ -221,6 +298,7 @@ def render(figure: str, inputs: Mapping[str, Sequence[str]], title: str, metric:
         "fig23_token_compute": lambda: plot_optimum(
             [study_fit(c) for c in ("compute_rollouts", "compute_tokens")], ["n"], title, style, paths
         ),
+        "fig_extrapolation": lambda: plot_extrapolation(study_fit(), title, style, paths),
     }
     if figure not in drawers:
         raise ValueError(f"unknown figure {figure!r}; known: {sorted(drawers)}")

@@ -1,11 +1,17 @@
-"""Fits of the study: a monotonic sigmoid of reward in compute per curve, the compute-optimal frontier
-over curves, and the sigmoid of log2 of the optimal hyperparameter in log10 compute.
+"""The two fitted forms of the study, and what their data identify.
 
-Forms (../shared/notes/facts.md): R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B) with B > 0 (ScaleRL's, monotone
-by construction), fitted in log C; and log2 n* = L / (1 + exp(-k (log10 C - log10 C0))) + b (L < 0 gives
-the inverse sigmoid of B_problem*). A curve is keyed by the hyperparameters in `by` (`n` at fixed
-B_problem; `b_problem, n` when both vary). A fit that cannot be made is a `FitFailure` with its reason,
-never dropped, so the figures can show it.
+Forms (../shared/notes/facts.md): per curve, R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B) with B > 0
+(ScaleRL's, monotone by construction), fitted in log C; for the optimum along the frontier,
+log2 x* = L / (1 + exp(-k (log10 C - log10 C0))) + b (x* = n* or B_problem*; L < 0 is a falling optimum).
+
+A least-squares optimizer always returns numbers, so every fit here also says whether its data determine
+them. A curve fit is made only with more points than free parameters, and carries `flags` for parameters
+the data do not pin down (an asymptote above the last point, a midpoint outside the data, a parameter at
+its bound); it stays usable inside its measured range. A law for x* is reported only where the data hold
+one: at least `LAW_MIN_POINTS` compute points, at least three distinct levels of x* in a monotone sequence,
+at least two points between the lowest and the highest level (the slope and the midpoint rest on them),
+and no fitted parameter at its bound. Anything else is a `FitFailure` whose `reason` a person can act on
+and whose `kind` the bootstrap counts.
 """
 
 from __future__ import annotations
@@ -16,25 +22,32 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
-from scipy.optimize import curve_fit
+from scipy.optimize import least_squares
 
 SIGMOID_PARAMS = 4
 # Least-squares evaluations per start: a start that has not converged by then is abandoned (others remain).
 MAX_EVALUATIONS = 300
+# A law of x*(C) needs at least this many compute points and this many distinct levels of x*.
+LAW_MIN_POINTS = 5
+LAW_MIN_LEVELS = 3
+# A curve whose last point holds less than this share of its fitted gain (A - R0) has not saturated.
+SATURATED_SHARE = 0.9
+# A parameter within this share of its bounds' span from a bound is "at its bound".
+AT_BOUND = 0.01
 Key = tuple[int, ...]
 
 
 @dataclass(frozen=True)
 class FitFailure:
-    """Why a fit was not made (too few points, a flat curve, no convergence)."""
+    """Why a fit was not made or is not reported: `kind` is a short category, `reason` the full sentence."""
 
+    kind: str
     reason: str
 
 
 @dataclass(frozen=True)
 class RewardFit:
-    """R(C) = r0 + (a - r0) / (1 + (10**log10_c_mid / C)**b)."""
+    """R(C) = r0 + (a - r0) / (1 + (10**log10_c_mid / C)**b), with what its data leave undetermined."""
 
     r0: float
     a: float
@@ -42,6 +55,7 @@ class RewardFit:
     b: float
     rmse: float
     num_points: int
+    flags: tuple[str, ...] = ()
 
     def __call__(self, compute: np.ndarray | float) -> np.ndarray:
         return reward_curve(np.log10(compute), self.r0, self.a, self.log10_c_mid, self.b)
@@ -61,6 +75,13 @@ class OptimumFit:
     def __call__(self, compute: np.ndarray | float) -> np.ndarray:
         return 2 ** optimum_curve(np.log10(compute), self.L, self.k, self.log10_c0, self.b)
 
+    @property
+    def direction(self) -> str:
+        return "rising" if self.L > 0 else "falling"
+
+
+Fit = RewardFit | OptimumFit | FitFailure
+
 
 def reward_curve(log10_c: np.ndarray, r0: float, a: float, log10_c_mid: float, b: float) -> np.ndarray:
     """The reward sigmoid written in log10 C, where it is fitted."""
@@ -72,21 +93,38 @@ def optimum_curve(log10_c: np.ndarray, L: float, k: float, log10_c0: float, b: f
     return L / (1.0 + np.exp(-k * (np.asarray(log10_c, dtype=float) - log10_c0))) + b
 
 
+Bounds = tuple[list[float], list[float]]
+
+
 def _best_fit(
-    func: Any, x: np.ndarray, y: np.ndarray, starts: Sequence[Sequence[float]], bounds: tuple[list[float], list[float]]
+    func: Any, x: np.ndarray, y: np.ndarray, starts: Sequence[Sequence[float]], bounds: Bounds
 ) -> tuple[np.ndarray, float] | None:
-    """Least squares from several starts; the parameters with the lowest error, or None if all fail."""
+    """Least squares from several starts; the parameters with the lowest error, or None if none is finite.
+
+    A start that runs out of evaluations keeps where it got to: a parameter the data do not determine
+    runs towards its bound, which the callers test, rather than making the fit vanish.
+    """
     best: tuple[np.ndarray, float] | None = None
     for start in starts:
         start = np.clip(start, bounds[0], bounds[1])
-        try:
-            params, _ = curve_fit(func, x, y, p0=start, bounds=bounds, max_nfev=MAX_EVALUATIONS, ftol=1e-6, xtol=1e-6)
-        except (RuntimeError, ValueError):
-            continue
-        error = float(np.sqrt(np.mean((func(x, *params) - y) ** 2)))
-        if best is None or error < best[1]:
-            best = (params, error)
+        result = least_squares(
+            lambda p: func(x, *p) - y, start, bounds=bounds, max_nfev=MAX_EVALUATIONS, ftol=1e-6, xtol=1e-6
+        )
+        error = float(np.sqrt(np.mean(result.fun**2)))
+        if np.isfinite(error) and (best is None or error < best[1]):
+            best = (result.x, error)
     return best
+
+
+def at_bounds(names: Sequence[str], values: Sequence[float], bounds: Bounds) -> list[tuple[str, str]]:
+    """The parameters that ended at (within `AT_BOUND` of the span of) a bound, with "lower" or "upper"."""
+    stuck = []
+    for name, value, low, high in zip(names, values, *bounds):
+        if value - low <= AT_BOUND * (high - low):
+            stuck.append((name, "lower"))
+        elif high - value <= AT_BOUND * (high - low):
+            stuck.append((name, "upper"))
+    return stuck
 
 
 def record_breaking(compute: np.ndarray, reward: np.ndarray, bin_width: float) -> np.ndarray:
@@ -111,19 +149,24 @@ def fit_reward(
 ) -> RewardFit | FitFailure:
     """Fit the reward sigmoid to points with compute above `min_compute` (earliest points may be noise).
 
-    With `r0` given (the base model's reward, the curve's value as C -> 0) only A, C_mid and B are fitted:
-    curves that have not saturated yet then cannot wander off to an implausible start. `start` (a
-    previous fit) replaces the grid of starting points, which is how the bootstrap stays fast.
+    With `r0` given (the base model's reward, the curve's value as C -> 0) only A, C_mid and B are fitted.
+    A fit needs more points than free parameters: with as many, least squares interpolates exactly and
+    the "fit" says nothing. `start` (a previous fit) replaces the grid of starting points, which is how the
+    bootstrap stays fast.
     """
     compute = np.asarray(compute, dtype=float)
     reward = np.asarray(reward, dtype=float)
     keep = (compute > 0) & (compute >= min_compute) & np.isfinite(reward)
     x, y = np.log10(compute[keep]), reward[keep]
     free = SIGMOID_PARAMS - (r0 is not None)
-    if len(x) < free:
-        return FitFailure(f"{len(x)} points above min_compute={min_compute:g}, need {free}")
+    if len(x) <= free:
+        return FitFailure(
+            "too_few_points",
+            f"{len(x)} points above min_compute={min_compute:g} for {free} free parameters: an exact "
+            f"interpolation, not a fit; need {free + 1}",
+        )
     if np.ptp(y) < 1e-9:
-        return FitFailure(f"flat curve: every point has reward {y[0]:.4g}")
+        return FitFailure("flat", f"flat curve: every point has reward {y[0]:.4g}")
     low, high = float(x.min()), float(x.max())
     if start is None:
         starts = [
@@ -132,209 +175,166 @@ def fit_reward(
         ]
     else:
         starts = [[start.r0, start.a, start.log10_c_mid, start.b]]
-    lower, upper = [0.0, 0.0, low - 3.0, 0.05], [1.0, 1.0, high + 3.0, 10.0]
+    bounds = ([0.0, 0.0, low - 3.0, 0.05], [1.0, 1.0, high + 3.0, 10.0])
     if r0 is None:
-        best = _best_fit(reward_curve, x, y, starts, (lower, upper))
+        best = _best_fit(reward_curve, x, y, starts, bounds)
     else:
         anchored = lambda log10_c, a, mid, b: reward_curve(log10_c, r0, a, mid, b)  # noqa: E731
-        best = _best_fit(anchored, x, y, [s[1:] for s in starts], (lower[1:], upper[1:]))
+        best = _best_fit(anchored, x, y, [s[1:] for s in starts], (bounds[0][1:], bounds[1][1:]))
         best = None if best is None else (np.concatenate([[r0], best[0]]), best[1])
     if best is None:
-        return FitFailure("least squares did not converge from any start")
-    (fitted_r0, a, mid, b), error = best
-    return RewardFit(float(fitted_r0), float(a), float(mid), float(b), error, len(x))
+        return FitFailure("no_convergence", "least squares did not converge from any start")
+    params, error = best
+    fit = RewardFit(*(float(p) for p in params), rmse=error, num_points=len(x))
+    return RewardFit(**{**asdict(fit), "flags": _reward_flags(fit, (low, high), bounds, r0 is None)})
 
 
-def frontier(fits: Mapping[Key, RewardFit], compute: np.ndarray, by: Sequence[str]) -> pd.DataFrame:
-    """Upper envelope of the fitted curves at each compute value, and the curve's key attaining it.
-
-    Ties go to the smallest key (the smaller n first), the cheaper choice per step.
-    """
-    keys = sorted(fits)
-    if not keys or not len(compute):
-        return pd.DataFrame(columns=["compute", "reward", *by])
-    curves = np.vstack([fits[key](compute) for key in keys])
-    best = np.argmax(curves, axis=0)
-    table = pd.DataFrame({"compute": compute, "reward": curves[best, np.arange(len(compute))]})
-    for position, column in enumerate(by):
-        table[column] = [keys[index][position] for index in best]
-    return table
+def _reward_flags(fit: RewardFit, log10_range: tuple[float, float], bounds: Bounds, r0_free: bool) -> tuple[str, ...]:
+    """What the curve's data leave undetermined; the fit stays usable inside its measured range."""
+    flags = []
+    gain = fit.a - fit.r0
+    reached = fit(10 ** log10_range[1]) - fit.r0
+    if abs(gain) > 1e-9 and reached / gain < SATURATED_SHARE:
+        flags.append(f"A not identified: curve not saturated (its last point has {reached / gain:.0%} of the fitted gain)")
+    if not log10_range[0] <= fit.log10_c_mid <= log10_range[1]:
+        flags.append(f"C_mid not identified: {10 ** fit.log10_c_mid:.3g} lies outside the measured range")
+    names = ["r0", "a", "log10_c_mid", "b"]
+    values = [fit.r0, fit.a, fit.log10_c_mid, fit.b]
+    free = slice(0, 4) if r0_free else slice(1, 4)
+    free_bounds = (bounds[0][free], bounds[1][free])
+    flags += [f"{name} at its {side} bound" for name, side in at_bounds(names[free], values[free], free_bounds)]
+    return tuple(flags)
 
 
 def fit_optimum(compute: np.ndarray, optimum: np.ndarray, start: OptimumFit | None = None) -> OptimumFit | FitFailure:
-    """Fit the logistic of log2 x* in log10 C to the frontier's optimal hyperparameter x*."""
+    """Least squares of the logistic of log2 x* in log10 C, with no test of what the data identify.
+
+    The bounds keep every parameter within reach of the data, so that a parameter the data do not
+    determine runs into one (and `fit_law` reports it) instead of drifting to an arbitrary value.
+    """
     x = np.log10(np.asarray(compute, dtype=float))
     y = np.log2(np.asarray(optimum, dtype=float))
-    if len(np.unique(y)) < 2:
-        return FitFailure(f"the optimum is {int(2 ** y[0]) if len(y) else 'undefined'} over the whole range")
-    low, high = float(x.min()), float(x.max())
-    span = float(np.ptp(y))
-    bounds = ([-4 * span - 1, 0.01, low - 2.0, -10.0], [4 * span + 1, 100.0, high + 2.0, 30.0])
+    bounds = _optimum_bounds(x, y)
     direction = 1.0 if y[-1] >= y[0] else -1.0
+    span = max(float(np.ptp(y)), 1.0)
     if start is None:
         starts = [
             [direction * span, slope, mid, float(y.min() if direction > 0 else y.max())]
-            for mid, slope in itertools.product(np.linspace(low, high, 5), (1.0, 5.0, 20.0))
+            for mid, slope in itertools.product(np.linspace(x.min(), x.max(), 5), (1.0, 5.0, 20.0))
         ]
     else:
         starts = [[start.L, start.k, start.log10_c0, start.b]]
     best = _best_fit(optimum_curve, x, y, starts, bounds)
     if best is None:
-        return FitFailure("least squares did not converge from any start")
+        return FitFailure("no_convergence", "least squares did not converge from any start")
     (L, k, x0, b), error = best
     return OptimumFit(float(L), float(k), float(x0), float(b), error, len(x))
 
 
-def curve_points(evals: pd.DataFrame, metric: str, compute: str, by: Sequence[str]) -> pd.DataFrame:
-    """One point per curve and step: the metric and compute averaged over seeds."""
-    values = [metric] if compute == "step" else [compute, metric]
-    return evals.groupby([*by, "step"], as_index=False)[values].mean().sort_values([*by, compute], ignore_index=True)
+def _optimum_bounds(x: np.ndarray, y: np.ndarray) -> Bounds:
+    """L within 4 spans of the data, k up to a step over 1 % of a decade, C0 within 2 decades, b near the data."""
+    span = float(np.ptp(y)) + 1.0
+    low, high = float(x.min()), float(x.max())
+    return (
+        [-4 * span, 0.01, low - 2.0, float(y.min()) - 4 * span],
+        [4 * span, 100.0, high + 2.0, float(y.max()) + 4 * span],
+    )
 
 
-@dataclass(frozen=True)
-class StudyFit:
-    """Everything fitted for one study and metric, kept as objects until written as JSON."""
-
-    curves: dict[Key, RewardFit | FitFailure]
-    envelope: pd.DataFrame
-    optimum: dict[str, OptimumFit | FitFailure]
+def levels(values: Sequence[int]) -> list[int]:
+    """The sequence of distinct values along increasing compute, repeats collapsed (2,2,4,4,8 -> 2,4,8)."""
+    return [int(v) for v, _ in itertools.groupby(values)]
 
 
-def fit_curves(
-    points: pd.DataFrame,
-    metric: str,
-    compute: str,
-    by: Sequence[str],
-    min_compute: float,
-    grid: np.ndarray,
-    base_reward: float | None,
-    points_rule: str,
-    record_bin: float,
-    start: StudyFit | None = None,
-) -> StudyFit:
-    """Per-curve fits, the frontier on `grid` and the optimum fit of every `by` column."""
-    curves: dict[Key, RewardFit | FitFailure] = {}
-    for key, group in points.groupby(list(by)):
-        key = tuple(int(v) for v in (key if isinstance(key, tuple) else (key,)))
-        c, r = group[compute].to_numpy(), group[metric].to_numpy()
-        if points_rule == "record_breaking":
-            mask = record_breaking(c, r, record_bin)
-            c, r = c[mask], r[mask]
-        previous = start.curves.get(key) if start else None
-        curves[key] = fit_reward(c, r, min_compute, base_reward, previous if isinstance(previous, RewardFit) else None)
-    good = {key: fit for key, fit in curves.items() if isinstance(fit, RewardFit)}
-    envelope = frontier(good, grid, by)
-    optimum: dict[str, OptimumFit | FitFailure] = {}
-    for column in by:
-        if not len(envelope):
-            optimum[column] = FitFailure("no curve could be fitted")
-            continue
-        previous = start.optimum.get(column) if start else None
-        optimum[column] = fit_optimum(
-            envelope["compute"].to_numpy(),
-            envelope[column].to_numpy(),
-            previous if isinstance(previous, OptimumFit) else None,
-        )
-    return StudyFit(curves, envelope, optimum)
+def fit_law(
+    compute: np.ndarray, optimum: np.ndarray, column: str, start: OptimumFit | None = None
+) -> OptimumFit | FitFailure:
+    """The law of x*(C) where the points hold one, else a `FitFailure` saying why not.
 
-
-def compute_grid(points: pd.DataFrame, compute: str, min_compute: float, size: int) -> np.ndarray:
-    """Log-spaced compute values over the measured range, where the frontier is evaluated."""
-    measured = points.loc[(points[compute] > 0) & (points[compute] >= min_compute), compute]
-    return np.geomspace(measured.min(), measured.max(), size) if len(measured) else np.array([])
-
-
-def fit_study(
-    evals: pd.DataFrame,
-    metric: str,
-    compute: str,
-    by: Sequence[str] = ("n",),
-    min_compute: float = 0.0,
-    frontier_points: int = 60,
-    base_reward: float | None = None,
-    points: str = "all",
-    record_bin: float = 0.01,
-    resampled: Sequence[pd.DataFrame] = (),
-) -> dict[str, Any]:
-    """The study's fits as JSON: per-curve parameters, the frontier, the optimum's sigmoid at each compute.
-
-    `resampled` are bootstrap replicas of `evals` (validation problems resampled); each is refitted from
-    the point estimate and gives the 95 % intervals of every parameter and a band on the frontier.
+    `compute` and `optimum` are the optimum at each distinct measured compute value, in increasing compute.
     """
-    by = list(by)
-    table = curve_points(evals, metric, compute, by)
-    grid = compute_grid(table, compute, min_compute, frontier_points)
-    options = dict(metric=metric, compute=compute, by=by, min_compute=min_compute, grid=grid,
-                   base_reward=base_reward, points_rule=points, record_bin=record_bin)  # fmt: skip
-    point = fit_curves(table, **options)
-    replicas = [fit_curves(curve_points(r, metric, compute, by), start=point, **options) for r in resampled]
-    result: dict[str, Any] = {
-        "metric": metric,
-        "compute": compute,
-        "by": by,
-        "points": points,
-        "min_compute": min_compute,
-        "base_reward": base_reward,
-        "bootstrap_resamples": len(replicas),
-        "measured": table.to_dict(orient="records"),
-        "curves": [
-            {"key": dict(zip(by, key)), **_as_json(fit, [r.curves.get(key) for r in replicas])}
-            for key, fit in point.curves.items()
-        ],
-        "frontier": point.envelope.to_dict(orient="records"),
-        "optimum": {
-            column: _as_json(fit, [r.optimum[column] for r in replicas], samples=True)
-            for column, fit in point.optimum.items()
-        },
-        "optimum_at_max_compute": (
-            {column: int(point.envelope[column].iloc[-1]) for column in by} if len(point.envelope) else None
-        ),
-    }
-    if replicas and len(point.envelope):
-        bands = np.vstack([_envelope_rewards(r, grid) for r in replicas])
-        for row, low, high in zip(result["frontier"], *np.nanpercentile(bands, [2.5, 97.5], axis=0)):
-            row["reward_low"], row["reward_high"] = float(low), float(high)
-    return result
+    compute = np.asarray(compute, dtype=float)
+    values = [int(v) for v in optimum]
+    name = {"n": "n*", "b_problem": "B_problem*"}.get(column, f"{column}*")
+    if not len(values):
+        return FitFailure("no_points", "no compute point has a frontier")
+    steps = levels(values)
+    if len(steps) == 1:
+        return FitFailure(
+            "constant", f"{name} constant at {steps[0]} over C in [{compute.min():.3g}, {compute.max():.3g}]"
+        )
+    if not (all(a < b for a, b in itertools.pairwise(steps)) or all(a > b for a, b in itertools.pairwise(steps))):
+        return FitFailure("not_monotone", f"{name} not monotone: {', '.join(map(str, steps))}")
+    if len(values) < LAW_MIN_POINTS:
+        return FitFailure("too_few_points", f"{len(values)} compute points, need {LAW_MIN_POINTS} for a law of {name}")
+    if len(steps) < LAW_MIN_LEVELS:
+        change = next(i for i in range(1, len(values)) if values[i] != values[i - 1])
+        at = float(np.sqrt(compute[change - 1] * compute[change]))
+        return FitFailure(
+            "two_levels",
+            f"two levels only: a step at C = {at:.2g} from {steps[0]} to {steps[1]}; slope not identified",
+        )
+    between = sum(min(steps) < v < max(steps) for v in values)
+    if between < 2:
+        return FitFailure(
+            "thin_transition",
+            f"the change of {name} from {steps[0]} to {steps[-1]} rests on {between} point(s) between its lowest "
+            f"and highest level; slope and midpoint not identified",
+        )
+    fit = fit_optimum(compute, np.asarray(values, dtype=float), start)
+    if isinstance(fit, FitFailure):
+        return fit
+    x, y = np.log10(compute), np.log2(values)
+    stuck = at_bounds(["L", "k", "log10_c0", "b"], [fit.L, fit.k, fit.log10_c0, fit.b], _optimum_bounds(x, y))
+    if stuck:
+        meaning = {
+            ("k", "upper"): "the change is sharper than the compute points resolve",
+            ("k", "lower"): "no plateau: the change is too gradual to tell from a straight line in log-log",
+            ("log10_c0", "lower"): "the midpoint lies below the measured range",
+            ("log10_c0", "upper"): "the midpoint lies above the measured range",
+        }
+        plateau = "no plateau of the optimum within the measured range"
+        reasons = "; ".join(f"{p} at its {side} bound ({meaning.get((p, side), plateau)})" for p, side in stuck)
+        return FitFailure("at_bound", reasons)
+    return fit
 
 
-def _envelope_rewards(replica: StudyFit, grid: np.ndarray) -> np.ndarray:
-    """A replica's frontier reward on the point estimate's grid (NaN where it has none)."""
-    if not len(replica.envelope):
-        return np.full(len(grid), np.nan)
-    return replica.envelope["reward"].to_numpy()
-
-
-def _as_json(
-    fit: RewardFit | OptimumFit | FitFailure,
-    replicas: Sequence[RewardFit | OptimumFit | FitFailure | None],
-    samples: bool = False,
-) -> dict[str, Any]:
-    """A fit as JSON with `ok`; with replicas, 95 % intervals per parameter (and the samples if asked)."""
+def fit_to_json(fit: Fit) -> dict[str, Any]:
+    """A fit as JSON with `ok`; a `FitFailure` as its kind and reason."""
     entry: dict[str, Any] = {"ok": not isinstance(fit, FitFailure), **asdict(fit)}
+    if isinstance(fit, RewardFit):
+        entry["flags"] = list(fit.flags)
+        entry["identified"] = not fit.flags
+    if isinstance(fit, OptimumFit):
+        entry["direction"] = fit.direction
+    return entry
+
+
+def parameter_intervals(fit: Fit, replicas: Sequence[Fit | None]) -> dict[str, Any]:
+    """95 % bootstrap intervals of a fit's parameters over the replicas that made one, and their samples."""
     made = [r for r in replicas if r is not None and not isinstance(r, FitFailure)]
     if isinstance(fit, FitFailure) or not made:
-        return entry
-    names = [n for n in asdict(fit) if n not in ("rmse", "num_points")]
+        return {}
+    names = [n for n in asdict(fit) if n not in ("rmse", "num_points", "flags")]
     values = np.array([[getattr(r, n) for n in names] for r in made])
     low, high = np.percentile(values, [2.5, 97.5], axis=0)
-    entry["intervals"] = {n: [float(lo), float(hi)] for n, lo, hi in zip(names, low, high)}
-    entry["replicas_fitted"] = len(made)
-    if samples:
-        entry["samples"] = values.tolist()
-    return entry
+    return {
+        "intervals": {n: [float(lo), float(hi)] for n, lo, hi in zip(names, low, high)},
+        "replicas_fitted": len(made),
+        "samples": values.tolist(),
+    }
 
 
 def reward_fit_from_json(entry: Mapping[str, Any]) -> RewardFit | FitFailure:
     """Inverse of the JSON form of a curve's fit."""
-    return _from_json(RewardFit, entry)
+    if not entry["ok"]:
+        return FitFailure(entry.get("kind", "failed"), entry["reason"])
+    fields = {name: entry[name] for name in RewardFit.__dataclass_fields__ if name != "flags"}
+    return RewardFit(**fields, flags=tuple(entry.get("flags", ())))
 
 
 def optimum_fit_from_json(entry: Mapping[str, Any]) -> OptimumFit | FitFailure:
-    """Inverse of the JSON form of an optimum's fit."""
-    return _from_json(OptimumFit, entry)
-
-
-def _from_json(kind: type, entry: Mapping[str, Any]) -> Any:
+    """Inverse of the JSON form of an optimum's law."""
     if not entry["ok"]:
-        return FitFailure(entry["reason"])
-    return kind(**{name: entry[name] for name in kind.__dataclass_fields__})
+        return FitFailure(entry.get("kind", "failed"), entry["reason"])
+    return OptimumFit(**{name: entry[name] for name in OptimumFit.__dataclass_fields__})

@@ -1,8 +1,10 @@
-"""The prescription: for a budget C, the n, B_problem, M and learning rate the fitted study recommends.
+"""The prescription: for a budget C, the n, B_problem, M and learning rate the fitted study supports.
 
-n* (and B_problem* where the study varies it) comes from the fitted sigmoid of log2 x* in log10 C, with the
-bootstrap's 95 % interval; where that sigmoid could not be fitted, from the frontier at the nearest measured
-compute. A budget outside the measured range is an extrapolation and is reported as one.
+Where the study identified a law of x*(C) (x = n, and B_problem where the study varies it), x* comes from
+the law, with the bootstrap's 95 % interval, and the prescription says how far the law was checked on
+held-out compute. Where no law was identified, the data still answer inside the measured range: the
+measured optimum at the nearest compute point, with the share of bootstrap replicas choosing it. Beyond
+the measured range without a law there is nothing to extrapolate, and the answer is a refusal that says why.
 """
 
 from __future__ import annotations
@@ -17,23 +19,50 @@ import pandas as pd
 from isocompute.fitting import FitFailure, optimum_curve, optimum_fit_from_json
 from isocompute.grid import learning_rate
 
+NAMES = {"n": "n*", "b_problem": "B_problem*"}
 
-def _optimum_at(fit: Mapping[str, Any], column: str, compute: float) -> tuple[float, list[float] | None, str]:
-    """The fitted optimum of `column` at `compute`, its interval, and where the value came from."""
-    model = optimum_fit_from_json(fit["optimum"][column])
-    if not isinstance(model, FitFailure):
-        value = float(model(compute))
-        samples = fit["optimum"][column].get("samples")
-        interval = None
-        if samples:
-            draws = [2 ** optimum_curve(math.log10(compute), *sample) for sample in samples]
-            interval = [float(v) for v in np.percentile(draws, [2.5, 97.5])]
-        return value, interval, "sigmoid fit"
-    frontier = pd.DataFrame(fit["frontier"])
-    if frontier.empty:
-        raise ValueError(f"no frontier to recommend {column} from: {model.reason}")
-    nearest = frontier.iloc[(np.log(frontier["compute"]) - math.log(compute)).abs().argmin()]
-    return float(nearest[column]), None, f"frontier at C = {nearest['compute']:.4g} ({model.reason})"
+
+class NoRecommendation(ValueError):
+    """A budget the study's fits cannot answer; the message says why."""
+
+
+def _measured_range(fit: Mapping[str, Any]) -> tuple[float, float]:
+    measured = pd.DataFrame(fit["measured"])[fit["compute"]]
+    return float(measured[measured > 0].min()), float(measured.max())
+
+
+def _optimum_at(fit: Mapping[str, Any], column: str, compute: float) -> dict[str, Any]:
+    """x* at `compute`: from the law, or measured inside the range, or a `NoRecommendation`."""
+    entry = fit["optimum"][column]
+    law = optimum_fit_from_json(entry)
+    low, high = _measured_range(fit)
+    if not isinstance(law, FitFailure):
+        samples = entry.get("samples")
+        draws = [2 ** optimum_curve(math.log10(compute), *sample) for sample in samples] if samples else []
+        return {
+            "value": float(law(compute)),
+            "interval": [float(v) for v in np.percentile(draws, [2.5, 97.5])] if draws else None,
+            "share": None,
+            "source": f"law of {NAMES.get(column, column)}",
+        }
+    points = pd.DataFrame(fit["optimum_points"])
+    if points.empty:
+        raise NoRecommendation(f"no frontier to read {NAMES.get(column, column)} from: {law.reason}")
+    if not low <= compute <= high:
+        raise NoRecommendation(
+            f"C = {compute:.4g} lies outside the measured range [{low:.4g}, {high:.4g}] and the data identify "
+            f"no law of {NAMES.get(column, column)} to extrapolate ({law.reason})"
+        )
+    nearest = points.iloc[(np.log(points["compute"]) - math.log(compute)).abs().argmin()]
+    value = int(nearest[column])
+    shares = nearest.get("shares")
+    share = shares[column].get(str(value), 0.0) if isinstance(shares, Mapping) else None
+    return {
+        "value": float(value),
+        "interval": None,
+        "share": share,
+        "source": f"measured frontier at C = {nearest['compute']:.4g} (no law: {law.reason})",
+    }
 
 
 def power_of_two(value: float) -> int:
@@ -41,54 +70,72 @@ def power_of_two(value: float) -> int:
     return int(2 ** round(math.log2(max(value, 1.0))))
 
 
+def holdout_summary(fit: Mapping[str, Any], column: str = "n") -> str:
+    """How far the law of x* was checked on held-out compute, in one sentence."""
+    check = fit.get("holdout")
+    if not check:
+        return "the law was not checked on held-out compute (fits.holdout_decades = 0)"
+    if not check.get("checkable"):
+        return check["reason"]
+    optimum = check["optimum"].get(column, {})
+    reward = check.get("reward_error")
+    text = f"fitted without the top {check['decades']:g} decades of compute and checked up to C = {check['checked_up_to']:.3g}: "
+    if optimum.get("checkable"):
+        text += f"{NAMES.get(column, column)} within a factor 2 at {optimum['within_factor_2']:.0%} of {optimum['points']} points"
+    else:
+        text += optimum.get("reason", f"{NAMES.get(column, column)} not checked")
+    if reward:
+        text += f"; frontier reward off by {reward['mean_abs']:.3g} on average (at most {reward['max_abs']:.3g})"
+    return text
+
+
 def recommend(fits_file: Mapping[str, Any], compute: float, metric: str | None = None) -> dict[str, Any]:
-    """The allocation of `compute` rollouts that the study's fits prescribe."""
-    headline = fits_file["headline"]
-    metric = metric or headline["metric"]
+    """The allocation of `compute` rollouts that the study's fits support; `NoRecommendation` if none."""
+    metric = metric or fits_file["headline"]["metric"]
     fit = fits_file["fits"][metric]["compute_rollouts"]
-    measured = pd.DataFrame(fit["measured"])["compute_rollouts"]
-    low, high = float(measured[measured > 0].min()), float(measured.max())
-    n_value, n_interval, n_source = _optimum_at(fit, "n", compute)
-    n = power_of_two(n_value)
+    low, high = _measured_range(fit)
+    n = _optimum_at(fit, "n", compute)
     fixed = fits_file["study"]["fixed"]
     if "b_problem" in fit["by"]:
-        b_value, b_interval, b_source = _optimum_at(fit, "b_problem", compute)
-        b_problem = power_of_two(b_value)
+        b = _optimum_at(fit, "b_problem", compute)
     else:
-        b_value, b_interval, b_source = float(fixed["b_problem"]), None, "held fixed by the study"
-        b_problem = int(fixed["b_problem"])
-    batch = b_problem * n
+        b = {"value": float(fixed["b_problem"]), "interval": None, "share": None, "source": "held fixed by the study"}
+    n_value, b_problem = power_of_two(n["value"]), power_of_two(b["value"])
+    batch = b_problem * n_value
     recipe = fits_file["recipe"]
     warnings = []
     if not low <= compute <= high:
         warnings.append(
             f"C = {compute:.4g} lies outside the measured range [{low:.4g}, {high:.4g}] rollouts: "
-            f"this is an extrapolation of the fitted sigmoid"
+            f"this is an extrapolation of the fitted law"
         )
     return {
         "compute": compute,
         "metric": metric,
-        "n": n,
-        "n_fitted": n_value,
-        "n_interval": n_interval,
-        "n_source": n_source,
+        "n": n_value,
+        "n_fitted": n["value"],
+        "n_interval": n["interval"],
+        "n_share": n["share"],
+        "n_source": n["source"],
         "b_problem": b_problem,
-        "b_problem_fitted": b_value,
-        "b_problem_interval": b_interval,
-        "b_problem_source": b_source,
+        "b_problem_fitted": b["value"],
+        "b_problem_interval": b["interval"],
+        "b_problem_share": b["share"],
+        "b_problem_source": b["source"],
         "steps": math.ceil(compute / batch),
         "batch": batch,
         "learning_rate": learning_rate(batch, recipe["lr_base"], recipe["lr_batch_ref"]),
         "measured_range": [low, high],
+        "checked": holdout_summary(fit),
         "warnings": warnings,
     }
 
 
 def recommend_or_reason(fits_file: Mapping[str, Any], compute: float, metric: str | None = None) -> dict[str, Any]:
-    """`recommend`, or the reason no recommendation can be made (no curve of the study could be fitted)."""
+    """`recommend`, or the reason no recommendation can be made."""
     try:
         return recommend(fits_file, compute, metric)
-    except ValueError as error:
+    except NoRecommendation as error:
         return {"compute": compute, "metric": metric or fits_file["headline"]["metric"], "error": str(error)}
 
 
@@ -97,16 +144,22 @@ def describe(advice: Mapping[str, Any]) -> str:
     if "error" in advice:
         return f"Budget C = {advice['compute']:.6g} rollouts: no recommendation ({advice['error']})"
 
-    def interval(values: list[float] | None) -> str:
-        return f" (95 % interval {values[0]:.3g} to {values[1]:.3g})" if values else ""
+    def support(prefix: str) -> str:
+        interval, share = advice[f"{prefix}_interval"], advice[f"{prefix}_share"]
+        if interval:
+            return f"; 95 % interval {interval[0]:.3g} to {interval[1]:.3g}"
+        if share is not None:
+            return f"; chosen by {share:.0%} of bootstrap replicas"
+        return ""
 
     lines = [
         f"Budget C = {advice['compute']:.6g} rollouts, optimizing {advice['metric']}:",
-        f"  n = {advice['n']}  (fitted n* = {advice['n_fitted']:.3g}{interval(advice['n_interval'])}; {advice['n_source']})",
-        f"  B_problem = {advice['b_problem']}  (fitted {advice['b_problem_fitted']:.3g}"
-        f"{interval(advice['b_problem_interval'])}; {advice['b_problem_source']})",
+        f"  n = {advice['n']}  ({advice['n_source']}: {advice['n_fitted']:.3g}{support('n')})",
+        f"  B_problem = {advice['b_problem']}  ({advice['b_problem_source']}: {advice['b_problem_fitted']:.3g}"
+        f"{support('b_problem')})",
         f"  M = C / (B_problem * n) = {advice['steps']} steps of B = {advice['batch']} rollouts",
-        f"  learning rate = {advice['learning_rate']:.3g} (square-root rule)",
+        f"  learning rate = {advice['learning_rate']:.3g}",
+        f"  checked: {advice['checked']}",
     ]
     lines += [f"  WARNING: {warning}" for warning in advice["warnings"]]
     return "\n".join(lines)

@@ -18,7 +18,8 @@ from isocompute.grid import GridPoint
 
 COMPUTE_MEASURES = ("compute_rollouts", "compute_tokens")
 
-# Each figure of the paper: the kind of study it is drawn for ("set": one per problem set), and what it shows.
+# Each figure of the paper: the kind of study it is drawn for ("set": one per problem set, "study": one per
+# study of any kind), and what it shows.
 FIGURES: dict[str, tuple[str, str]] = {
     "fig05_frontier": ("fixed_b_problem", "paper Fig. 5: reward vs compute per n, frontier coloured by n*"),
     "fig06_nstar": ("fixed_b_problem", "paper Fig. 6: compute-optimal n* vs compute with its sigmoid fit"),
@@ -29,6 +30,7 @@ FIGURES: dict[str, tuple[str, str]] = {
     "fig11_joint_optimum": ("joint", "paper Fig. 11: n*(C) and B_problem*(C) on the global frontier"),
     "fig12_train_pass_rates": ("fixed_b_problem", "paper Fig. 12: training pass-rate distribution over training"),
     "fig23_token_compute": ("fixed_b_problem", "paper Fig. 23: n*(C) with compute in rollouts and in tokens"),
+    "fig_extrapolation": ("study", "does the law predict? refitted without the top compute, against what it left out"),
 }
 _NAME = re.compile(r"^(?:bp(?P<b_problem>\d+)|batch(?P<batch>\d+)|joint)$")
 

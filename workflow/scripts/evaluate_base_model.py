@@ -21,4 +21,5 @@ row = summary_row(counts, k)
 write_table(
     pd.DataFrame([{"problem_set": snakemake.wildcards.problem_set, "step": 0, **row}]), snakemake.output.evals
 )
+write_table(counts, snakemake.output.counts)
 logging.info("base model: %s", row)
