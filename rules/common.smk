@@ -1,15 +1,24 @@
 # Config validation, wildcard constraints and every input function of the workflow.
+import re
+
 from isocompute import config as study_config
-from isocompute import studies
+from isocompute import ablations, studies
 
 study_config.validate_config(
     config, workflow.source_path("../workflow/schemas/config.schema.yaml")
 )
 GRID = study_config.check_config(config)
 STUDIES = study_config.studies_of(config, GRID)
-PROBLEM_SETS = sorted({point.problem_set for point in GRID})
+ABLATIONS = {(a.problem_set, a.name): a for a in study_config.ablations_of(config)}
+# The sets the scaling sweep (`grid:`) runs on: those of the per-set figures.
+SWEPT_SETS = sorted(
+    {p.problem_set for p in study_config.expand_blocks(config, config["grid"], "grid")}
+)
+# Every run by problem set and name: rules take one {run} wildcard and look its grid point up here.
+RUNS = {(point.problem_set, point.run): point for point in GRID}
 
 FIGURES = {name: kind for name, (kind, _) in studies.FIGURES.items()}
+ABLATION_KINDS = ablations.KINDS
 
 
 localrules:
@@ -19,17 +28,22 @@ localrules:
     fit_study,
     plot_study_figure,
     plot_set_figure,
+    plot_ablation_figure,
     recommend_allocation,
     write_results_index,
 
 
+def one_of(names):
+    """A wildcard constraint matching exactly these names (and nothing when there are none)."""
+    return "|".join(sorted(re.escape(name) for name in set(names))) or "(?!)"
+
+
 wildcard_constraints:
     problem_set="|".join(config["problem_sets"]),
-    b_problem=r"\d+",
-    n=r"\d+",
-    seed=r"\d+",
+    run=one_of(point.run for point in GRID),
     shard=r"\d+",
     study=r"bp\d+|batch\d+|joint",
+    ablation=one_of(name for _, name in ABLATIONS),
     figure="|".join(FIGURES),
 
 
@@ -40,12 +54,12 @@ def config_slice(*keys):
 
 def point_of(wildcards):
     """The grid point a job's wildcards name."""
-    return study_config.GridPoint(
-        wildcards.problem_set,
-        int(wildcards.b_problem),
-        int(wildcards.n),
-        int(wildcards.seed),
-    )
+    return RUNS[(wildcards.problem_set, wildcards.run)]
+
+
+def run_params(wildcards):
+    """What the run computes with, as plain values: its own recipe and learning rate, no other run's."""
+    return study_config.run_params(config, point_of(wildcards))
 
 
 def study_of(wildcards):
@@ -68,12 +82,9 @@ def get_difficulty_shards():
     )
 
 
-def run_files(points, name):
-    """One evaluation file (`evals.parquet`, `val_counts.parquet`, ...) of each run."""
-    return [
-        f"results/evaluation/{p.problem_set}/bp{p.b_problem}_n{p.n}_seed{p.seed}/{name}"
-        for p in points
-    ]
+def run_files(points, name, stage="evaluation"):
+    """One file (`evals.parquet`, `val_counts.parquet`, ...; of `stage`) of each run."""
+    return [f"results/{stage}/{p.problem_set}/{p.run}/{name}" for p in points]
 
 
 def get_study_fit_inputs(wildcards):
@@ -88,6 +99,12 @@ def get_study_fit_inputs(wildcards):
 
 def study_fits(study):
     return f"results/fits/{study.problem_set}/{study.name}/fits.json"
+
+
+def study_lr(wildcards):
+    """The learning-rate settings of the study's runs, for the learning rate of a recommendation."""
+    (lr,) = {study_config.run_lr(config, p) for p in study_of(wildcards).runs(GRID)}
+    return {"lr_rule": lr.rule, "lr_base": lr.base, "lr_batch_ref": lr.batch_ref}
 
 
 def get_study_figure_inputs(wildcards):
@@ -112,8 +129,29 @@ def get_set_figure_inputs(wildcards):
             if s.problem_set == wildcards.problem_set and s.kind == "fixed_b_problem"
         ]
         return {"fits": [study_fits(s) for s in mine]}
-    runs = [p for p in GRID if p.problem_set == wildcards.problem_set]
+    runs = [p for p in GRID if p.problem_set == wildcards.problem_set and p.is_default]
     return {"evals": run_files(runs, "evals.parquet")}
+
+
+def ablation_of(wildcards):
+    return ABLATIONS[(wildcards.problem_set, wildcards.ablation)]
+
+
+def get_ablation_figure_inputs(wildcards):
+    """An ablation study's runs: training logs and evaluations, and the base model's evaluation."""
+    runs = ablation_of(wildcards).runs
+    return {
+        "logs": run_files(runs, "train_log.parquet", stage="train"),
+        "evals": run_files(runs, "evals.parquet"),
+        "base": [f"results/evaluation/{wildcards.problem_set}/base_model.parquet"],
+    }
+
+
+def ablation_runs(wildcards):
+    """Each run of an ablation study as plain values: what its figures label and compare."""
+    return [
+        study_config.run_description(config, p) for p in ablation_of(wildcards).runs
+    ]
 
 
 def get_recommendation_fits(wildcards):
@@ -126,10 +164,16 @@ def get_recommendation_fits(wildcards):
 def figure_paths(figure):
     """Every instance of a figure (one per study of its kind, or per problem set), PNG and PDF."""
     kind = FIGURES[figure]
-    if kind == "set":
+    if kind == "ablation" or kind in ABLATION_KINDS:
+        folders = [
+            f"{a.problem_set}/{a.name}"
+            for a in ABLATIONS.values()
+            if kind in ("ablation", a.kind)
+        ]
+    elif kind == "set":
         folders = [
             problem_set
-            for problem_set in PROBLEM_SETS
+            for problem_set in SWEPT_SETS
             if figure != "fig07_nstar_by_metric"
             or any(
                 s.problem_set == problem_set and s.kind == "fixed_b_problem"

@@ -30,15 +30,15 @@ rule evaluate_run:
     input:
         val="results/problem_sets/{problem_set}/val.parquet",
         train="results/problem_sets/{problem_set}/train.parquet",
-        checkpoints="results/train/{problem_set}/bp{b_problem}_n{n}_seed{seed}/checkpoints.json",
+        checkpoints="results/train/{problem_set}/{run}/checkpoints.json",
     output:
-        evals="results/evaluation/{problem_set}/bp{b_problem}_n{n}_seed{seed}/evals.parquet",
-        val_counts="results/evaluation/{problem_set}/bp{b_problem}_n{n}_seed{seed}/val_counts.parquet",
-        train_pass_rates="results/evaluation/{problem_set}/bp{b_problem}_n{n}_seed{seed}/train_pass_rates.parquet",
+        evals="results/evaluation/{problem_set}/{run}/evals.parquet",
+        val_counts="results/evaluation/{problem_set}/{run}/val_counts.parquet",
+        train_pass_rates="results/evaluation/{problem_set}/{run}/train_pass_rates.parquet",
     log:
-        "logs/evaluate_run/{problem_set}/bp{b_problem}_n{n}_seed{seed}.log",
+        "logs/evaluate_run/{problem_set}/{run}.log",
     benchmark:
-        "benchmarks/evaluate_run/{problem_set}/bp{b_problem}_n{n}_seed{seed}.tsv"
+        "benchmarks/evaluate_run/{problem_set}/{run}.tsv"
     conda:
         "../envs/isocompute.yaml"
     threads: 1

@@ -48,6 +48,29 @@ rule plot_set_figure:
         "../workflow/scripts/plot_figure.py"
 
 
+rule plot_ablation_figure:
+    input:
+        unpack(get_ablation_figure_inputs),
+    output:
+        png=report(
+            "results/figures/{problem_set}/{ablation}/{figure}.png",
+            caption="../workflow/report/figure.rst",
+            category="{figure}",
+            subcategory="{problem_set} {ablation}",
+        ),
+        pdf="results/figures/{problem_set}/{ablation}/{figure}.pdf",
+    log:
+        "logs/plot_ablation_figure/{problem_set}/{ablation}/{figure}.log",
+    conda:
+        "../envs/isocompute.yaml"
+    params:
+        runs=ablation_runs,
+        figures=config["figures"],
+        metric=config["fits"]["metric"],
+    script:
+        "../workflow/scripts/plot_ablation_figure.py"
+
+
 for figure_name in FIGURES:
 
     rule:

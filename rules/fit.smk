@@ -17,10 +17,7 @@ rule fit_study:
         study=study_of,
         fits=config["fits"],
         k=config["evaluation"]["k"],
-        recipe={
-            "lr_base": config["training"]["lr_base"],
-            "lr_batch_ref": config["training"]["lr_batch_ref"],
-        },
+        recipe=study_lr,
         seed=config["seed"],
     script:
         "../workflow/scripts/fit_study.py"

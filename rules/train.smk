@@ -6,12 +6,12 @@ rule train_grpo:
         train="results/problem_sets/{problem_set}/train.parquet",
         model=get_base_model_input(),
     output:
-        log_table="results/train/{problem_set}/bp{b_problem}_n{n}_seed{seed}/train_log.parquet",
-        checkpoints="results/train/{problem_set}/bp{b_problem}_n{n}_seed{seed}/checkpoints.json",
+        log_table="results/train/{problem_set}/{run}/train_log.parquet",
+        checkpoints="results/train/{problem_set}/{run}/checkpoints.json",
     log:
-        "logs/train_grpo/{problem_set}/bp{b_problem}_n{n}_seed{seed}.log",
+        "logs/train_grpo/{problem_set}/{run}.log",
     benchmark:
-        "benchmarks/train_grpo/{problem_set}/bp{b_problem}_n{n}_seed{seed}.tsv"
+        "benchmarks/train_grpo/{problem_set}/{run}.tsv"
     conda:
         "../envs/isocompute.yaml"
     threads: 1
@@ -20,12 +20,10 @@ rule train_grpo:
     params:
         pretrained=config["base_model"]["pretrained"],
         point=point_of,
-        # The device layout (training.processes, ...) is read from snakemake.config by the script, not
-        # passed here: moving a study to more GPUs must not rerun its finished runs.
-        settings={
-            **config_slice("sampling", "recipes", "problem_sets"),
-            "training": study_config.recipe_keys(config["training"]),
-        },
+        # Only this run's own recipe and learning rate, so adding a recipe or an ablation reruns no
+        # finished run. The device layout (training.processes, ...) is read from snakemake.config by the
+        # script, not passed here: moving a study to more GPUs must not rerun its finished runs.
+        settings=run_params,
         checker=config["problems"]["checker"],
         run_dir=lambda wildcards, output: os.path.dirname(output.checkpoints),
     script:

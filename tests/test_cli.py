@@ -73,6 +73,22 @@ def test_bad_tables_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     mixed.to_csv(tmp_path / "mixed.csv", index=False)
     assert main(["fit", str(tmp_path / "mixed.csv"), "--out", str(tmp_path / "x.json")]) == 2
     assert "--by b_problem,n" in capsys.readouterr().err
+    ablation = pd.read_csv(evals).assign(recipe=None)
+    ablation.loc[0, "recipe"] = "kl_entropy_zv_full"
+    ablation.to_csv(tmp_path / "ablation.csv", index=False)
+    assert main(["fit", str(tmp_path / "ablation.csv"), "--out", str(tmp_path / "x.json")]) == 2
+    assert "mixes runs of several recipes or learning rates" in capsys.readouterr().err
+
+
+def test_recommend_takes_the_learning_rate_rule_of_the_fits(tmp_path: Path) -> None:
+    evals, counts = write_evals(tmp_path)
+    out = tmp_path / "fits.json"
+    main(["fit", str(evals), "--out", str(out), "--counts", str(counts), "--bootstrap", "20", "--lr-base", "1e-6",
+          "--lr-rule", "linear"])  # fmt: skip
+    fits = json.loads(out.read_text())
+    assert fits["recipe"] == {"lr_rule": "linear", "lr_base": 1e-6, "lr_batch_ref": 1024}
+    advice = recommend(fits, 1e6)
+    assert advice["learning_rate"] == pytest.approx(1e-6 * advice["batch"] / 1024)
 
 
 def test_recommend_inside_and_beyond_the_measured_range(tmp_path: Path) -> None:
@@ -83,7 +99,7 @@ def test_recommend_inside_and_beyond_the_measured_range(tmp_path: Path) -> None:
     inside = recommend(fits, 1e6)
     assert 32 <= inside["n"] <= 128 and inside["b_problem"] == 32 and not inside["warnings"]
     assert inside["steps"] == int(np.ceil(1e6 / (32 * inside["n"])))
-    assert inside["learning_rate"] == pytest.approx(learning_rate(32 * inside["n"], 1e-6, 1024))
+    assert inside["learning_rate"] == pytest.approx(learning_rate(32 * inside["n"], 1e-6, 1024, "sqrt"))
     assert inside["n_share"] is not None or inside["n_interval"] is not None
     result = subprocess.run(["isocompute", "recommend", str(out), "--compute", "1e9"], capture_output=True, text=True)
     if fits["fits"]["avg@4"]["compute_rollouts"]["optimum"]["n"]["ok"]:
@@ -101,7 +117,7 @@ def test_no_frontier_gives_a_reason_not_a_crash() -> None:
     fits = {
         "headline": {"metric": "avg@4", "compute": "compute_rollouts"},
         "study": {"fixed": {"b_problem": 8}},
-        "recipe": {"lr_base": 1e-6, "lr_batch_ref": 1024},
+        "recipe": {"lr_rule": "sqrt", "lr_base": 1e-6, "lr_batch_ref": 1024},
         "fits": {"avg@4": {"compute_rollouts": {
             "by": ["n"], "compute": "compute_rollouts",
             "measured": [{"n": 2, "step": 1, "compute_rollouts": 16.0, "avg@4": 0.0}], "frontier": [],

@@ -9,8 +9,17 @@ import yaml
 
 from snakemake.utils import update_config
 
-from isocompute.config import ConfigError, check_config, validate_config
-from isocompute.grid import learning_rate
+from isocompute.config import (
+    ConfigError,
+    ablations_of,
+    check_config,
+    recipe_name,
+    run_lr,
+    run_params,
+    studies_of,
+    validate_config,
+)
+from isocompute.grid import GridPoint, learning_rate
 
 from conftest import REPO
 
@@ -122,7 +131,8 @@ def test_paper_preset_is_the_papers_sweep() -> None:
         assert len(mine) == count and max(p.batch for p in mine) == limit
         assert {p.b_problem for p in mine} == {2**i for i in range(5, 11)}
         assert {p.n for p in mine} == {2**i for i in range(3, 12 if problem_set == "easy" else 10)}
-    assert learning_rate(1024, config["training"]["lr_base"], config["training"]["lr_batch_ref"]) == 1e-6
+    training = config["training"]
+    assert learning_rate(1024, training["lr_base"], training["lr_batch_ref"], training["lr_rule"]) == 1e-6
     assert (config["sampling"]["temperature"], config["sampling"]["max_new_tokens"]) == (0.6, 8192)
     assert config["base_model"]["pretrained"] == "Qwen/Qwen2.5-7B-Instruct"
 
@@ -183,3 +193,80 @@ def test_snakemake_refuses_bad_config_before_any_job(tmp_path: Path, extra: str,
     output = result.stdout + result.stderr
     assert named in output
     assert "Job stats" not in output
+
+
+def test_cpu_ablation_preset_runs_figures_3_4_and_22_only() -> None:
+    config = preset("ablations_cpu.yaml")
+    validate_config(config, REPO / "workflow" / "schemas" / "config.schema.yaml")
+    points = check_config(config)
+    assert len(points) == 17 and studies_of(config, points) == []
+    ablations = {(a.problem_set, a.name): a for a in ablations_of(config)}
+    assert set(ablations) == {("easy", "regularization"), ("hard", "regularization"), ("easy", "learning_rate"),
+                              ("easy", "decoupled_baseline")}  # fmt: skip
+    recipes = {recipe_name(config, p) for p in ablations[("hard", "regularization")].runs}
+    assert recipes == {"kl_entropy", "unregularized", "kl_entropy_zv_regularizers", "kl_entropy_zv_full"}
+    rates = sorted(run_lr(config, p).at(p.update_batch) for p in ablations[("easy", "learning_rate")].runs)
+    assert rates == pytest.approx([3e-5, 1e-4, 1e-4, 2e-4, 3e-4, 4e-4, 1e-3])
+
+
+def test_paper_ablations_add_their_own_runs_and_share_the_sweeps() -> None:
+    sweep = check_config(preset("paper.yaml"))
+    config = preset("paper.yaml", "paper_ablations.yaml")
+    validate_config(config, REPO / "workflow" / "schemas" / "config.schema.yaml")
+    points = check_config(config)
+    added = set(points) - set(sweep)
+    assert len(added) == 13 and not any(p.is_default for p in added)
+    assert studies_of(config, points) == studies_of(preset("paper.yaml"), sweep)
+    decoupled = next(p for p in added if p.n_baseline)
+    assert (decoupled.b_problem, decoupled.n, decoupled.n_baseline, decoupled.batch) == (128, 64, 256, 32768)
+
+
+def test_a_runs_params_hold_only_its_own_recipe_and_learning_rate() -> None:
+    config = preset("ablations_cpu.yaml")
+    default, filtered = GridPoint("easy", 16, 8, 0), GridPoint("easy", 16, 8, 0, recipe="kl_entropy_zv_full")
+    before = run_params(config, default)
+    assert before["recipe"] == {"kl_coef": 0.001, "entropy_coef": 0.001, "zero_variance_filter": None}
+    assert "recipes" not in before and "problem_sets" not in before
+    changed = copy.deepcopy(config)
+    changed["recipes"]["kl_entropy_zv_full"]["kl_coef"] = 0.01  # another run's recipe
+    changed["ablations"]["more"] = {"kind": "regularization", "grid": [
+        {"problem_sets": ["easy"], "b_problem": [4], "n": [8], "seeds": [0], "recipes": ["unregularized", "kl_entropy"]}]}  # fmt: skip
+    assert run_params(changed, default) == before
+    assert run_params(changed, filtered)["recipe"]["kl_coef"] == 0.01
+    rules = GridPoint("easy", 16, 32, 0, lr_rule="linear", lr_base=1e-4, lr_batch_ref=128)
+    changed["training"]["lr_base"] = 3e-4  # the default learning rate: not this run's
+    assert run_params(changed, rules) == run_params(config, rules)
+    assert run_params(changed, default)["training"]["lr_base"] == 3e-4
+
+
+@pytest.mark.parametrize(
+    ("ablation", "message"),
+    [
+        ({"kind": "regularization", "grid": [{"problem_sets": ["easy"], "b_problem": [4], "n": [8], "seeds": [0],
+          "recipes": ["kl_entropy", "missing"]}]}, r"ablations\.x\.grid\[0\]\.recipes names 'missing'"),  # fmt: skip
+        ({"kind": "regularization", "grid": [{"problem_sets": ["easy"], "b_problem": [4], "n": [8], "seeds": [0]}]},
+         r"ablations\.x on easy has one run"),  # fmt: skip
+        ({"kind": "decoupled_baseline", "grid": [{"problem_sets": ["easy"], "b_problem": [4], "n": [8, 16],
+          "seeds": [0]}]}, r"a decoupled_baseline study needs a run with n_baseline"),  # fmt: skip
+        ({"kind": "learning_rate", "grid": [{"problem_sets": ["easy"], "b_problem": [4], "n": [8], "seeds": [0],
+          "lr": [{"rule": "sqrt"}, {"rule": "linear"}]}]}, None),  # fmt: skip
+    ],
+)
+def test_ablation_errors_name_the_key(ablation: dict, message: str | None) -> None:
+    config = copy.deepcopy(DEFAULT)
+    config["ablations"] = {"x": ablation}
+    if message is None:
+        assert len(ablations_of(config)) == 1 and len(check_config(config)) == len(check_config(DEFAULT)) + 2
+        return
+    with pytest.raises(ConfigError, match=message):
+        check_config(config)
+
+
+def test_an_ablation_may_not_take_a_scaling_studys_name() -> None:
+    config = preset("ablations_cpu.yaml")
+    config["ablations"]["bp16"] = config["ablations"].pop("regularization")
+    with pytest.raises(ConfigError, match=r"ablations\.bp16: the name is a scaling study's"):
+        check_config(config)
+    config["grid"], config["ablations"] = [], {}
+    with pytest.raises(ConfigError, match="grid and ablations ask for no run"):
+        check_config(config)

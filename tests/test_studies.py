@@ -33,3 +33,16 @@ def test_a_study_without_runs_on_a_set_is_skipped() -> None:
     points = POINTS + [GridPoint("hard", 8, 4, 0), GridPoint("hard", 8, 8, 0)]
     names = [(s.problem_set, s.name) for s in configured_studies({"fixed_b_problem": [16, 8]}, points)]
     assert names == [("easy", "bp16"), ("hard", "bp8")]
+
+
+def test_studies_fit_only_runs_on_the_default_recipe_and_learning_rate() -> None:
+    ablations = [
+        GridPoint("easy", 16, 2, 0, recipe="kl_entropy_zv_full"),
+        GridPoint("easy", 16, 4, 0, lr_rule="linear", lr_base=1e-4, lr_batch_ref=128),
+        GridPoint("easy", 16, 2, 0, n_baseline=8),
+        GridPoint("easy", 16, 64, 0, recipe="unregularized"),  # a new n at bp16, from an ablation only
+    ]
+    wanted = {"fixed_b_problem": [16], "fixed_batch": [128], "joint": True}
+    assert configured_studies(wanted, POINTS + ablations) == configured_studies(wanted, POINTS)
+    for study in configured_studies(wanted, POINTS):
+        assert study.runs(POINTS + ablations) == study.runs(POINTS)

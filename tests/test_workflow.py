@@ -162,6 +162,60 @@ def test_report_bundles_every_figure(study: Path) -> None:
         assert any(name.endswith(f"{figure}.png") for name in names), figure
 
 
+ABLATIONS = """
+recipes:
+  zv_full: {kl_coef: 0.001, entropy_coef: 0.001, zero_variance_filter: full}
+  zv_regularizers: {kl_coef: 0.001, entropy_coef: 0.001, zero_variance_filter: regularizers}
+ablations:
+  regularization:
+    kind: regularization
+    grid: [{problem_sets: [easy], b_problem: [4], n: [2], seeds: [0], recipes: [kl_entropy, zv_full, zv_regularizers]}]
+  learning_rate:
+    kind: learning_rate
+    grid:
+      - {problem_sets: [easy], b_problem: [4], n: [2], seeds: [0], lr: [{batch_ref: 8}, {batch_ref: 8, base: 0.001}]}
+      - {problem_sets: [easy], b_problem: [4], n: [4], seeds: [0], lr: [{rule: linear}]}
+  decoupled:
+    kind: decoupled_baseline
+    grid:
+      - {problem_sets: [easy], b_problem: [4], n: [2, 4], seeds: [0]}
+      - {problem_sets: [easy], b_problem: [4], n: [2], n_baseline: [4], seeds: [0]}
+"""
+
+
+@pytest.mark.slow
+def test_ablations_rerun_nothing_finished_enter_no_fit_and_draw_their_figures(study: Path) -> None:
+    assert snakemake(study).returncode == 0  # the micro study up to date (earlier tests restyled a figure)
+    (study / "ablations.yaml").write_text(ABLATIONS)
+    configs = (MICRO, "ablations.yaml")
+    planned = snakemake(study, "-n", configfiles=configs)
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    jobs = {line.split()[0]: int(line.split()[1]) for line in planned.stdout.splitlines() if line[:1].isalpha() and
+            len(line.split()) == 2 and line.split()[1].isdigit()}  # fmt: skip
+    # Six new runs (bp4_n2 and bp4_n4 are the sweep's: shared, not retrained); no fit is redone.
+    assert jobs["train_grpo"] == 6 and jobs["evaluate_run"] == 6, planned.stdout[-3000:]
+    assert set(jobs) == {"train_grpo", "evaluate_run", "gather_evaluations", "plot_ablation_figure", "write_results_index",
+                         "all", "total"}, jobs  # fmt: skip
+    result = snakemake(study, configfiles=configs)
+    assert result.returncode == 0, result.stderr[-4000:]
+    results = study / "results"
+    for folder, figures in {"regularization": ["fig03_training_health"],
+                            "learning_rate": ["fig03_training_health", "fig04_learning_rate"],
+                            "decoupled": ["fig03_training_health", "fig22_decoupled_baseline"]}.items():  # fmt: skip
+        for figure in figures:
+            assert (results / f"figures/easy/{folder}/{figure}.png").stat().st_size > 5000, (folder, figure)
+    decoupled = pd.read_parquet(results / "train/easy/bp4_n2_seed0_baseline4/train_log.parquet")
+    assert (decoupled["compute_rollouts"] == decoupled["step"] * 4 * 4).all()  # every sampled rollout counts
+    filtered = pd.read_parquet(results / "train/easy/bp4_n2_seed0_recipe-zv_full/train_log.parquet")
+    assert filtered[["reward", "entropy", "kl", "frac_reward_zero_std"]].notna().all().all()
+    evals = pd.read_csv(results / "evaluation/evals.csv")
+    assert set(evals.loc[evals["recipe"].notna(), "run"]) == {"bp4_n2_seed0_recipe-zv_full", "bp4_n2_seed0_recipe-zv_regularizers"}
+    settings = json.loads((results / "train/easy/bp4_n4_seed0_lr-linear-3e-3-ref128/run_settings.json").read_text())
+    assert settings["spec"]["lr_rule"] == "linear" and settings["point"]["lr_rule"] == "linear"
+    produced = [p.relative_to(results).as_posix() for p in results.rglob("*") if p.is_file() and not p.name.startswith(".")]
+    assert [p for p in produced if describe(p) is None] == []
+
+
 def test_guru_math_imports_through_its_rule_and_reports_excluded_rows(tmp_path: Path) -> None:
     workdir = scratch_workflow(tmp_path)
     pd.DataFrame(guru_rows()).to_parquet(workdir / "guru.parquet")

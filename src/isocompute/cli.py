@@ -20,10 +20,13 @@ import pandas as pd
 
 from isocompute.analysis import FitOptions
 from isocompute.bootstrap import resample_evals
+from isocompute.grid import LR_RULES
 from isocompute.recommend import describe, recommend
 from isocompute.study_fits import fit_study
 
 REQUIRED = ["run", "n", "b_problem", "step", "compute_rollouts", "compute_tokens"]
+# Columns of the pipeline's evaluations that tell a recipe ablation's runs from the sweep's.
+RUN_SETTINGS = ["recipe", "lr_rule", "lr_base", "lr_batch_ref", "n_baseline"]
 COMPUTE = {"rollouts": "compute_rollouts", "tokens": "compute_tokens", "steps": "step"}
 
 
@@ -42,6 +45,9 @@ def fit_command(args: argparse.Namespace) -> dict:
     missing = [c for c in [*REQUIRED, args.metric] if c not in evals.columns]
     if missing:
         raise InputError(f"{args.evals}: missing column(s) {missing}")
+    settings = [c for c in RUN_SETTINGS if c in evals.columns]
+    if settings and len(evals[settings].drop_duplicates()) > 1:
+        raise InputError(f"{args.evals} mixes runs of several recipes or learning rates ({RUN_SETTINGS}): keep one")
     by = args.by.split(",")
     fixed = {}
     if "b_problem" not in by:
@@ -75,7 +81,7 @@ def fit_command(args: argparse.Namespace) -> dict:
     )
     return {
         "study": {"kind": "cli", "name": Path(args.evals).stem, "by": by, "fixed": fixed},
-        "recipe": {"lr_base": args.lr_base, "lr_batch_ref": args.lr_batch_ref},
+        "recipe": {"lr_rule": args.lr_rule, "lr_base": args.lr_base, "lr_batch_ref": args.lr_batch_ref},
         "headline": {"metric": args.metric, "compute": compute},
         "fits": {args.metric: {compute: fit}},
     }
@@ -104,6 +110,7 @@ def parser() -> argparse.ArgumentParser:
     fit.add_argument("--record-bin", type=float, default=0.01)
     fit.add_argument("--lr-base", type=float, default=1e-6, help="for recommend: lr at --lr-batch-ref")
     fit.add_argument("--lr-batch-ref", type=int, default=1024)
+    fit.add_argument("--lr-rule", choices=sorted(LR_RULES), default="sqrt", help="for recommend: lr_base * f(B / B_ref)")
     advise = commands.add_parser("recommend", help="n, B_problem, M and lr for a budget")
     advise.add_argument("fits", help="FITS.json from `isocompute fit` or the pipeline")
     advise.add_argument("--compute", type=float, required=True, help="budget C in rollouts")

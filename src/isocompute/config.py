@@ -17,7 +17,8 @@ from typing import Any
 import jsonschema
 import yaml
 
-from isocompute.grid import GridError, GridPoint, batch_split, expand_grid
+from isocompute.ablations import Ablation, configured_ablations
+from isocompute.grid import GridError, GridPoint, LearningRate, batch_split, expand_grid
 from isocompute.specs import (
     BaseModelSpec,
     FigureStyle,
@@ -81,12 +82,75 @@ def problem_set_specs(config: Config) -> list[ProblemSetSpec]:
     ]
 
 
-def recipe_of(config: Config, problem_set: str) -> Recipe:
-    recipe = config["recipes"][config["problem_sets"][problem_set]["recipe"]]
-    return Recipe(float(recipe["kl_coef"]), float(recipe["entropy_coef"]))
+def recipe_name(config: Config, point: GridPoint) -> str:
+    """The run's recipe: its own where the grid names one, else its problem set's."""
+    return point.recipe or config["problem_sets"][point.problem_set]["recipe"]
+
+
+def recipe_params(config: Config, point: GridPoint) -> dict[str, Any]:
+    """The run's recipe as plain values: the only recipe a training job reads (and reruns for)."""
+    recipe = config["recipes"][recipe_name(config, point)]
+    return {
+        "kl_coef": float(recipe["kl_coef"]),
+        "entropy_coef": float(recipe["entropy_coef"]),
+        "zero_variance_filter": recipe.get("zero_variance_filter"),
+    }
+
+
+def recipe_spec(recipe: Mapping[str, Any]) -> Recipe:
+    """From `recipe_params`."""
+    return Recipe(float(recipe["kl_coef"]), float(recipe["entropy_coef"]), recipe["zero_variance_filter"])
+
+
+# The `training` keys of the default learning rate; a run with its own (`GridPoint.lr`) replaces them.
+LR_KEYS = ("lr_rule", "lr_base", "lr_batch_ref")
+
+
+def default_lr(training: Mapping[str, Any]) -> LearningRate:
+    """`training.lr_rule`, `lr_base` and `lr_batch_ref`: the learning rate of every run that names none."""
+    return LearningRate(str(training["lr_rule"]), float(training["lr_base"]), int(training["lr_batch_ref"]))
+
+
+def run_lr(config: Config, point: GridPoint) -> LearningRate:
+    """The run's learning-rate settings: its own, or the study's default."""
+    return point.lr or default_lr(config["training"])
+
+
+def run_params(config: Config, point: GridPoint) -> dict[str, Any]:
+    """Everything a training job computes with, as plain values (Snakemake reruns it when they change):
+    the sampling, the `training` keys without the device layout, with the run's own learning rate in
+    place of the default, and the run's own recipe. Other recipes, other runs' learning rates and the
+    problem sets' blocks are not among them, so adding an ablation reruns no finished run."""
+    lr = run_lr(config, point)
+    training = {key: value for key, value in recipe_keys(config["training"]).items() if key not in LR_KEYS}
+    return {
+        "sampling": config["sampling"],
+        "training": {**training, "lr_rule": lr.rule, "lr_base": lr.base, "lr_batch_ref": lr.batch_ref},
+        "recipe": recipe_params(config, point),
+    }
+
+
+def run_description(config: Config, point: GridPoint) -> dict[str, Any]:
+    """A run's settings resolved to plain values (its recipe's name and terms, its learning rate at its
+    batch): what an ablation figure labels and compares its runs by."""
+    lr = run_lr(config, point)
+    return {
+        "run": point.run,
+        "b_problem": point.b_problem,
+        "n": point.n,
+        "n_baseline": point.n_baseline,
+        "seed": point.seed,
+        "recipe": recipe_name(config, point),
+        **recipe_params(config, point),
+        "lr_rule": lr.rule,
+        "lr_base": lr.base,
+        "lr_batch_ref": lr.batch_ref,
+        "lr": lr.at(point.update_batch),
+    }
 
 
 def training_spec(config: Config) -> TrainingSpec:
+    """From the `training` and `sampling` blocks (of the config, or of a run's `run_params`)."""
     training = config["training"]
     return TrainingSpec(
         lr_base=float(training["lr_base"]),
@@ -98,6 +162,7 @@ def training_spec(config: Config) -> TrainingSpec:
         loss_type=str(training["loss_type"]),
         sampling=sampling_spec(config["sampling"]),
         rollout_engine=rollout_engine(training["vllm"]),
+        lr_rule=str(training["lr_rule"]),
     )
 
 
@@ -164,9 +229,28 @@ def rule_resources(config: Config, rule: str) -> dict[str, Any]:
 
 
 def grid_points(config: Config) -> list[GridPoint]:
-    max_batch = {name: s["max_batch"] for name, s in config["problem_sets"].items()}
+    """Every run the config asks for: the grid's and the ablation studies', each once."""
+    points = set(expand_blocks(config, config["grid"], "grid"))
+    for name, ablation in config.get("ablations", {}).items():
+        points.update(expand_blocks(config, ablation["grid"], f"ablations.{name}.grid"))
+    return sorted(points)
+
+
+def expand_blocks(config: Config, blocks: list[Mapping[str, Any]], key: str) -> list[GridPoint]:
+    """One list of grid blocks, with the problem sets' own recipes and the default learning rate."""
+    sets = config["problem_sets"]
+    for index, block in enumerate(blocks):
+        for recipe in block.get("recipes", []):
+            if recipe not in config["recipes"]:
+                raise ConfigError(f"{key}[{index}].recipes names {recipe!r}, not a key of recipes")
     try:
-        return expand_grid(config["grid"], max_batch)
+        return expand_grid(
+            blocks,
+            {name: s["max_batch"] for name, s in sets.items()},
+            {name: s["recipe"] for name, s in sets.items()},
+            default_lr(config["training"]),
+            key,
+        )
     except GridError as error:
         raise ConfigError(str(error)) from None
 
@@ -222,12 +306,20 @@ def check_config(config: Config) -> list[GridPoint]:
         raise ConfigError(f"fits.metric={config['fits']['metric']!r} needs evaluation.k={metric_k}")
     _check_devices(config)
     points = grid_points(config)
+    if not points:
+        raise ConfigError("grid and ablations ask for no run: give grid blocks or an ablation study")
     for point in points:
         try:
             batch_split(point.batch, training["processes"], training["per_device_batch_max"])
         except GridError as error:
             raise ConfigError(f"grid point {point.run} of {point.problem_set}: {error}") from None
+    names: dict[tuple[str, str], GridPoint] = {}
+    for point in points:
+        other = names.setdefault((point.problem_set, point.run), point)
+        if other != point:
+            raise ConfigError(f"runs {other} and {point} of {point.problem_set} share the name {point.run}")
     studies_of(config, points)
+    ablations_of(config)
     return points
 
 
@@ -270,5 +362,15 @@ def studies_of(config: Config, points: list[GridPoint]) -> list[Study]:
     """The configured studies on the grid's runs."""
     try:
         return configured_studies(config.get("studies", {}), points)
+    except StudyError as error:
+        raise ConfigError(str(error)) from None
+
+
+def ablations_of(config: Config) -> list[Ablation]:
+    """The configured recipe ablations (`ablations:`), one per named study and problem set."""
+    ablations = config.get("ablations", {})
+    points = {name: expand_blocks(config, spec["grid"], f"ablations.{name}.grid") for name, spec in ablations.items()}
+    try:
+        return configured_ablations(ablations, points)
     except StudyError as error:
         raise ConfigError(str(error)) from None

@@ -51,6 +51,12 @@ def evaluate_checkpoints(
         "b_problem": point.b_problem,
         "n": point.n,
         "seed": point.seed,
+        # Empty for the set's own recipe and the default learning rate (the scaling study's runs).
+        "recipe": point.recipe,
+        "lr_rule": point.lr_rule,
+        "lr_base": point.lr_base,
+        "lr_batch_ref": point.lr_batch_ref,
+        "n_baseline": point.n_baseline,
     }
     rows, val_counts, train_rates = [], [], []
     for checkpoint in manifest:

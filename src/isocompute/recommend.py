@@ -124,7 +124,7 @@ def recommend(fits_file: Mapping[str, Any], compute: float, metric: str | None =
         "b_problem_source": b["source"],
         "steps": math.ceil(compute / batch),
         "batch": batch,
-        "learning_rate": learning_rate(batch, recipe["lr_base"], recipe["lr_batch_ref"]),
+        "learning_rate": learning_rate(batch, recipe["lr_base"], recipe["lr_batch_ref"], recipe["lr_rule"]),
         "measured_range": [low, high],
         "checked": holdout_summary(fit),
         "warnings": warnings,

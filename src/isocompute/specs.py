@@ -48,10 +48,16 @@ class ProblemSetSpec:
 
 @dataclass(frozen=True)
 class Recipe:
-    """Regularization of a problem set's recipe: KL coefficient (TRL's beta) and entropy bonus."""
+    """A run's regularization: KL coefficient (TRL's beta), entropy bonus, and the zero-variance filter.
+
+    `zero_variance_filter` (paper Fig. 3): None leaves TRL's loss as it is; "full" takes groups whose rewards
+    are all equal out of the loss entirely; "regularizers" keeps TRL's policy term but lets KL and entropy
+    act only on groups with non-zero variance (`isocompute.selective_grpo`).
+    """
 
     kl_coef: float
     entropy_coef: float
+    zero_variance_filter: str | None = None
 
 
 @dataclass(frozen=True)
@@ -95,7 +101,8 @@ class LaunchSpec:
 
 @dataclass(frozen=True)
 class TrainingSpec:
-    """Settings shared by every run of the study."""
+    """What a run computes beyond its grid point and recipe: the study's shared settings and the run's own
+    learning rate, lr = lr_base * f(B / lr_batch_ref) with f of `lr_rule` (`isocompute.grid.learning_rate`)."""
 
     lr_base: float
     lr_batch_ref: int
@@ -106,6 +113,7 @@ class TrainingSpec:
     loss_type: str
     sampling: SamplingSpec
     rollout_engine: RolloutEngine | None = None
+    lr_rule: str = "sqrt"
 
 
 @dataclass(frozen=True)

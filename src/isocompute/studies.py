@@ -5,6 +5,8 @@
    (B_problem, n), compute measured in steps M.
 3. `joint` (Figs. 10, 11): all three free; curves keyed by (B_problem, n).
 Runs are keyed by their hyperparameters, not by the question, so a run serving two studies trains once.
+Each question is asked of the runs on their problem set's own recipe and the default learning rate
+only: the recipe ablations (`isocompute.ablations`) share the grid but enter none of these fits.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ FIGURES: dict[str, tuple[str, str]] = {
     "fig12_train_pass_rates": ("fixed_b_problem", "paper Fig. 12: training pass-rate distribution over training"),
     "fig23_token_compute": ("fixed_b_problem", "paper Fig. 23: n*(C) with compute in rollouts and in tokens"),
     "fig_extrapolation": ("study", "does the law predict? refitted without the top compute, against what it left out"),
+    # One per ablation study ("ablation": every one; otherwise of that kind, `isocompute.ablations.KINDS`).
+    "fig03_training_health": ("ablation", "paper Fig. 3: training reward, entropy, KL, length, zero-std share per run"),
+    "fig04_learning_rate": ("learning_rate", "paper Fig. 4: the lr_base anchor sweep, reward per learning-rate rule"),
+    "fig22_decoupled_baseline": ("decoupled_baseline", "paper Fig. 22: n, a larger n and the decoupled baseline"),
 }
 _NAME = re.compile(r"^(?:bp(?P<b_problem>\d+)|batch(?P<batch>\d+)|joint)$")
 
@@ -72,8 +78,8 @@ class Study:
         return {}
 
     def runs(self, points: Iterable[GridPoint]) -> list[GridPoint]:
-        """The grid points this study fits."""
-        mine = [p for p in points if p.problem_set == self.problem_set]
+        """The grid points this study fits: its set's runs on the default recipe and learning rate."""
+        mine = [p for p in points if p.problem_set == self.problem_set and p.is_default]
         if self.kind == "fixed_b_problem":
             return [p for p in mine if p.b_problem == self.value]
         if self.kind == "fixed_batch":

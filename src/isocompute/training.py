@@ -1,8 +1,10 @@
 """GRPO training of one grid point with TRL's `GRPOTrainer`, on the study's recipe.
 
 The recipe (from the paper): fully on-policy, one optimizer step per B = B_problem * n rollouts, the
-square-root learning-rate rule with a 10-step warm-up then constant, KL + entropy on Easy and neither on
-Hard, rollouts from vLLM corrected by truncated importance sampling where vLLM is on. Each run trains to
+learning-rate rule (square root in the study) with a 10-step warm-up then constant, KL + entropy on Easy
+and neither on Hard, rollouts from vLLM corrected by truncated importance sampling where vLLM is on. A
+recipe with the zero-variance filter, or a grid point with a decoupled baseline, trains with
+`isocompute.selective_grpo.SelectiveGRPOTrainer` instead of TRL's own. Each run trains to
 the study's compute_max and saves at compute points spaced evenly in log C, so one run yields its whole
 reward-vs-compute curve. A run resumes from its last checkpoint when its job is restarted with the same
 settings (on any number of devices), and starts afresh when the settings changed.
@@ -18,6 +20,7 @@ import json
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +35,7 @@ from isocompute.answers import reward_function
 from isocompute.grid import GridPoint, batch_split, checkpoint_steps, learning_rate, total_steps
 from isocompute.problems import write_table
 from isocompute.prompts import trl_prompt
+from isocompute.selective_grpo import LossSelection, SelectiveGRPOTrainer
 from isocompute.specs import LaunchSpec, Recipe, RolloutEngine, TrainingSpec
 
 RUN_SETTINGS = "run_settings.json"
@@ -89,18 +93,20 @@ def grpo_args(
 
     TRL counts `per_device_train_batch_size` in completions; processes * accumulation micro-batches make
     one optimizer step, and one generation round (steps_per_generation = accumulation) feeds exactly those.
+    A decoupled baseline samples n_baseline per problem (TRL's group) but scales the learning rate with
+    the B_problem * n completions in the loss.
     """
     split = batch_split(point.batch, launch.processes, launch.per_device_batch_max)
     on_gpu = torch.cuda.is_available()
     return GRPOConfig(
         output_dir=str(output_dir),
-        num_generations=point.n,
+        num_generations=point.n_sampled,
         per_device_train_batch_size=split.per_device,
         gradient_accumulation_steps=split.accumulation,
         steps_per_generation=split.accumulation,
         num_iterations=1,
         max_steps=total_steps(point.batch, spec.compute_max),
-        learning_rate=learning_rate(point.batch, spec.lr_base, spec.lr_batch_ref),
+        learning_rate=learning_rate(point.update_batch, spec.lr_base, spec.lr_batch_ref, spec.lr_rule),
         lr_scheduler_type="constant_with_warmup",
         warmup_steps=spec.warmup_steps,
         optim="adamw_torch",
@@ -183,8 +189,10 @@ def build_trainer(
     reward_func: Callable[..., list[float]],
     chat_template: bool = False,
     resume_every: int | None = None,
+    selection: LossSelection | None = None,
 ) -> GRPOTrainer:
-    """A `GRPOTrainer` on the problem table's `prompt` and `answer` columns."""
+    """A `GRPOTrainer` on the problem table's `prompt` and `answer` columns; with a `selection`, the
+    subclass that puts only the selected completions into the loss."""
     table = train_problems.loc[:, ["id", "prompt", "answer"]]
     dataset = Dataset.from_dict(
         {
@@ -193,13 +201,22 @@ def build_trainer(
             "answer": table["answer"].tolist(),
         }
     )
-    return GRPOTrainer(
+    trainer = GRPOTrainer if selection is None else partial(SelectiveGRPOTrainer, selection=selection)
+    return trainer(
         model=model_path,
         reward_funcs=reward_func,
         args=args,
         train_dataset=dataset,
         callbacks=[SaveAtComputePoints(save_steps, resume_every)],
     )
+
+
+def loss_selection(run: RunSpec) -> LossSelection | None:
+    """The zero-variance filter of the run's recipe and its decoupled baseline; None for TRL's own loss."""
+    if run.recipe.zero_variance_filter is None and run.point.n_baseline is None:
+        return None
+    n_update = run.point.n if run.point.n_baseline is not None else None
+    return LossSelection(run.recipe.zero_variance_filter, n_update, run.point.seed)
 
 
 def run_settings(run: RunSpec, train_problems: pd.DataFrame) -> dict[str, object]:
@@ -267,6 +284,7 @@ def fit(
         reward_function(run.checker),
         spec.sampling.chat_template,
         run.launch.resume_every_steps,
+        selection=loss_selection(run),
     )
     trainer.train(resume_from_checkpoint=resume)
     table = training_table(trainer.state.log_history, point.batch)

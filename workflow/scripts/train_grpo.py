@@ -4,7 +4,7 @@ import logging
 
 import pandas as pd
 
-from isocompute.config import launch_spec, recipe_of, training_spec
+from isocompute.config import launch_spec, recipe_spec, training_spec
 from isocompute.launch import TrainingJob, run_job
 from isocompute.training import RunSpec
 from isocompute.workflow import base_model_of, start_job
@@ -16,7 +16,7 @@ run = RunSpec(
     model_path=base_model_of(snakemake),
     point=point,
     spec=training_spec(settings),
-    recipe=recipe_of(settings, point.problem_set),
+    recipe=recipe_spec(settings["recipe"]),
     run_dir=snakemake.params.run_dir,
     checker=snakemake.params.checker,
     launch=launch_spec(snakemake.config["training"]),  # not a param: a new layout reruns nothing

@@ -1,0 +1,223 @@
+"""GRPO whose loss takes a chosen part of the sampled completions: the zero-variance filter and the
+decoupled baseline (paper Figs. 3 and 22), as one small subclass of TRL's `GRPOTrainer`.
+
+TRL puts every sampled completion into the loss. A group whose rewards are all equal gets advantage 0, so
+it adds nothing to the policy gradient, but it still counts in the loss's averages and still feels the KL
+and entropy terms. The study's ablations ask for:
+
+- the `full` zero-variance filter: such groups leave the loss entirely (policy, KL, entropy) and the loss is
+  averaged over the step's remaining completions; nothing is sampled to refill the batch, and compute still
+  counts every sampled rollout;
+- the `regularizers` filter: the policy term exactly as TRL computes it, KL and entropy over the groups
+  with non-zero variance only;
+- the decoupled baseline: TRL samples n_baseline completions per problem (its `num_generations`) and takes
+  each group's mean and standard deviation over all of them; a seeded random n_update of each group enter
+  the loss, which is averaged over those.
+
+One mechanism serves all three. After TRL has sampled and scored a step, every completion of the step gets
+two flags, decided on the rewards gathered from all processes (a group can span processes): in the policy
+term, and in the KL and entropy terms. A completion out of the policy term gets advantage 0 (a zero-variance
+group has it already), so TRL's own policy term carries only the chosen ones. With the flags travel the
+step's normalizers (completions and tokens in each term, over every process and micro-batch), so that each
+micro-batch adds its share of the step's average: gradient accumulation and several processes sum to
+exactly the loss of the step as one batch. TRL computes the policy term; the KL and entropy terms are
+computed here, with TRL's formulas, over the flagged completions; TRL's logged `kl` and `entropy` stay over
+every sampled completion, so the training-health curves of all recipes measure the same thing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from trl import GRPOTrainer
+from trl.trainer.utils import nanstd
+
+ZERO_VARIANCE_MODES = ("full", "regularizers")
+# The keys this trainer adds to TRL's batch; TRL's own loss never sees them.
+SELECTION_KEYS = ("in_regularizers", "policy_weight", "kl_weight", "entropy_weight")
+# TRL loss types whose aggregation this trainer reproduces: a mean over each completion's tokens (grpo),
+# or a sum over tokens with one normalizer for the batch (the rest).
+LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
+
+
+@dataclass(frozen=True)
+class LossSelection:
+    """Which sampled completions enter the loss: the zero-variance filter's mode (None: off, "full",
+    "regularizers") and, for a decoupled baseline, the n_update of each group that enter it (seeded)."""
+
+    zero_variance: str | None = None
+    n_update: int | None = None
+    seed: int = 0
+
+    @property
+    def reaverages_policy(self) -> bool:
+        """Whether the policy term is averaged over its own completions rather than over all sampled ones."""
+        return self.zero_variance == "full" or self.n_update is not None
+
+    def flags(self, rewards: torch.Tensor, group: int, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per completion of the whole step (groups of `group` consecutive rewards): in the policy term, and
+        in the KL and entropy terms.
+
+        A group has zero variance where TRL's `frac_reward_zero_std` says so (its reward standard deviation
+        is close to 0). The decoupled baseline's draw depends only on the seed and the step, so a resumed
+        run draws the same completions.
+        """
+        grouped = rewards.view(-1, group)
+        varies = ~torch.isclose(nanstd(grouped, dim=1), torch.zeros((), device=rewards.device))
+        varies = varies.repeat_interleave(group)
+        policy = torch.ones_like(varies)
+        if self.n_update is not None:
+            generator = torch.Generator().manual_seed(self.seed * 1_000_003 + step)
+            ranks = torch.rand(grouped.shape, generator=generator).argsort(dim=1).argsort(dim=1)
+            policy = (ranks < self.n_update).flatten().to(rewards.device)
+        if self.zero_variance == "full":
+            policy = policy & varies
+        regularizers = policy & varies if self.zero_variance == "regularizers" else policy
+        return policy, regularizers
+
+
+class SelectiveGRPOTrainer(GRPOTrainer):
+    """TRL's `GRPOTrainer` with a `LossSelection` deciding which sampled completions enter the loss."""
+
+    def __init__(self, *args: Any, selection: LossSelection, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        unsupported = {
+            f"loss_type={self.loss_type}": self.loss_type not in LOSS_TYPES,
+            "top_entropy_quantile < 1": self.top_entropy_quantile < 1.0,
+            "use_adaptive_entropy": self.use_adaptive_entropy,
+            "importance_sampling_level=sequence": self.importance_sampling_level != "token",
+        }
+        if any(unsupported.values()):
+            raise ValueError(f"the zero-variance filter and decoupled baseline do not support {[k for k, v in unsupported.items() if v]}")
+        if selection.n_update is not None and not 0 < selection.n_update < self.num_generations:
+            raise ValueError(f"n_update={selection.n_update} must lie in [1, num_generations={self.num_generations})")
+        self.selection = selection
+        self._step_rewards: torch.Tensor | None = None
+        self._loss_forward: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def _calculate_rewards(self, inputs: Any, prompts: Any, completions: Any, completion_ids_list: Any) -> torch.Tensor:
+        """TRL's rewards of the whole step (gathered from every process), kept for the selection."""
+        self._step_rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        return self._step_rewards
+
+    def _generate_and_score_completions(self, inputs: Any) -> dict[str, Any]:
+        batch = super()._generate_and_score_completions(inputs)
+        if not self.model.training:
+            return batch
+        per_function = self._step_rewards
+        # The reward TRL normalizes per group (its `sum_then_normalize`): weighted sum, NaN where unscorable.
+        rewards = (per_function * self.reward_weights.to(per_function.device)).nansum(dim=1)
+        rewards[torch.isnan(per_function).all(dim=1)] = torch.nan
+        return {**batch, **self.select(rewards, batch)}
+
+    def select(self, rewards: torch.Tensor, batch: Mapping[str, Any]) -> dict[str, torch.Tensor]:
+        """This process's share of the step's selection: advantages zeroed outside the policy term, the
+        per-completion flag of the KL and entropy terms, and the step's weight of each term's unit.
+
+        `rewards` are the whole step's, in process order (as TRL gathers them); `batch` is this process's.
+        """
+        mask = _loss_mask(batch)
+        local = mask.size(0)
+        tokens = self.accelerator.gather(mask.sum(-1).float())
+        policy, regularizers = self.selection.flags(rewards, self.num_generations, self.state.global_step)
+        mine = slice(self.accelerator.process_index * local, (self.accelerator.process_index + 1) * local)
+        processes = self.accelerator.num_processes
+        selected = {
+            "advantages": batch["advantages"] * policy[mine].to(batch["advantages"].dtype),
+            "in_regularizers": regularizers[mine].float(),
+            "kl_weight": self._unit_weight(regularizers, tokens),
+            "entropy_weight": torch.tensor(processes / max(float(tokens[regularizers].sum()), 1.0), device=mask.device),
+        }
+        if self.selection.reaverages_policy:
+            selected["policy_weight"] = self._unit_weight(policy, tokens)
+        return selected
+
+    def _unit_weight(self, chosen: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        """The weight of one unit of the loss type's sum (a completion's token mean for grpo, a token
+        otherwise) when the step's average is taken over the `chosen` completions of every process.
+
+        Each process's gradient is averaged over processes, hence the factor of their number.
+        """
+        processes = self.accelerator.num_processes
+        completions = max(float(chosen.sum()), 1.0)
+        if self.loss_type == "grpo":
+            weight = processes / completions
+        elif self.loss_type == "dr_grpo":
+            weight = processes / (completions * self.max_completion_length)
+        else:
+            weight = processes / max(float(tokens[chosen].sum()), 1.0)
+        return torch.tensor(weight, device=tokens.device)
+
+    def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any) -> Any:
+        """TRL's forward; the loss's own (the one with entropies) is kept for the KL and entropy terms."""
+        result = super()._get_per_token_logps_and_entropies(*args, **kwargs)
+        if kwargs.get("compute_entropy"):
+            self._loss_forward = (result[0], result[1])
+        return result
+
+    def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
+        if "in_regularizers" not in inputs:  # evaluation batches: TRL's loss
+            return super()._compute_loss(model, inputs)
+        beta, entropy_bonus = self.beta, self._entropy_bonus_enabled
+        with self._policy_term_only():
+            loss = super()._compute_loss(model, {k: v for k, v in inputs.items() if k not in SELECTION_KEYS})
+        logps, entropies = self._loss_forward
+        mask = _loss_mask(inputs)
+        if "policy_weight" in inputs:
+            loss = loss * inputs["policy_weight"] * self._trl_policy_normalizer(inputs, mask)
+        chosen = inputs["in_regularizers"].unsqueeze(1) * mask
+        if beta != 0.0:
+            # TRL's KL estimator (k3) against the reference model, with its importance-sampling correction
+            # (`use_bias_correction_kl`, on by default) by the token's ratio to the sampling policy.
+            delta = inputs["ref_per_token_logps"] - logps
+            per_token_kl = torch.exp(delta) - delta - 1
+            if self.args.use_bias_correction_kl:
+                old = inputs.get("old_per_token_logps")
+                per_token_kl = per_token_kl * torch.exp(logps - (logps.detach() if old is None else old))
+            loss = loss + beta * inputs["kl_weight"] * self._summed(per_token_kl, chosen)
+            totals = self.accelerator.reduce(torch.stack([(per_token_kl.detach() * mask).sum(), mask.sum().float()]), reduction="sum")
+            self._metrics["train"]["kl"].append((totals[0] / totals[1].clamp(min=1.0)).item())
+        if entropy_bonus:
+            loss = loss - self.entropy_coef * inputs["entropy_weight"] * (entropies * chosen).sum()
+        return loss
+
+    @contextmanager
+    def _policy_term_only(self) -> Any:
+        """TRL's loss without its KL and entropy terms, which `_compute_loss` adds over its own completions."""
+        beta, entropy_bonus = self.beta, self._entropy_bonus_enabled
+        self.beta, self._entropy_bonus_enabled = 0.0, False
+        try:
+            yield
+        finally:
+            self.beta, self._entropy_bonus_enabled = beta, entropy_bonus
+
+    def _summed(self, per_token: torch.Tensor, chosen: torch.Tensor) -> torch.Tensor:
+        """The loss type's sum over the chosen completions: of each one's token mean (grpo) or of its tokens."""
+        per_completion = (per_token * chosen).sum(-1)
+        if self.loss_type == "grpo":
+            per_completion = per_completion / chosen.sum(-1).clamp(min=1.0)
+        return per_completion.sum()
+
+    def _trl_policy_normalizer(self, inputs: Mapping[str, Any], mask: torch.Tensor) -> torch.Tensor | float:
+        """What TRL 1.16's `_compute_loss` divides a training micro-batch's summed policy term by (after each
+        completion's token mean, for grpo): multiplied back, so that `policy_weight` sets the average."""
+        accumulation = self.current_gradient_accumulation_steps
+        completions = inputs["completion_ids"].size(0)
+        if self.loss_type == "grpo":
+            return completions * accumulation
+        if self.loss_type == "dr_grpo":
+            return completions * self.max_completion_length * accumulation
+        if self.loss_type == "bnpo":
+            return mask.sum().clamp(min=1.0) * accumulation
+        items = inputs["num_items_in_batch"].clamp(min=1.0) / self.accelerator.num_processes
+        return items * accumulation / self.args.steps_per_generation  # dapo
+
+
+def _loss_mask(batch: Mapping[str, Any]) -> torch.Tensor:
+    """The tokens TRL's loss counts: the completion's, less any tool output."""
+    mask = batch["completion_mask"]
+    return mask if batch.get("tool_mask") is None else mask * batch["tool_mask"]
