@@ -37,7 +37,7 @@ def test_paper_preset_gpu_hours(paper: pd.DataFrame) -> None:
 def test_total_line_is_the_sum_of_the_rows(paper: pd.DataFrame) -> None:
     text = format_table(paper.reset_index())
     total = text.splitlines()[-1].split()
-    assert total[0] == "total" and int(total[1]) == paper["jobs"].sum() == 248
+    assert total[0] == "total" and int(total[1]) == paper["jobs"].sum() == 264  # with 16 fig_extrapolation jobs
     assert float(total[-1].replace(",", "")) == pytest.approx(paper["gpu_hours"].sum())
     assert paper["gpu_hours"].sum() == pytest.approx(66 * 8 * 48 + 66 * 12 + 32 * 4 + 2 * 1)
 
@@ -92,3 +92,13 @@ def test_summarize_counts_local_jobs_at_zero() -> None:
     assert table.loc["train", "jobs"] == 2 and table.loc["train", "gpus_per_job"] == 4
     assert table.loc["train", "gpu_hours"] == pytest.approx(2 * 0.5 + 4 * 1)
     assert table.loc["gather", "gpu_hours"] == 0 and table.loc["gather", "gpus_per_job"] == 0
+
+
+def test_paper_ablations_are_counted_over_the_paper_preset(paper: pd.DataFrame) -> None:
+    rows = plan([PAPER, REPO / "config" / "presets" / "paper_ablations.yaml"], directory=REPO).set_index("rule")
+    # 13 runs of their own (the rest are the sweep's), each trained and evaluated like a sweep run.
+    assert rows.loc["train_grpo", "jobs"] == paper.loc["train_grpo", "jobs"] + 13
+    assert rows.loc["evaluate_run", "jobs"] == paper.loc["evaluate_run", "jobs"] + 13
+    added = rows["gpu_hours"].sum() - paper["gpu_hours"].sum()
+    assert added == pytest.approx(13 * (8 * 2880 + 1 * 720) / 60)
+    assert rows.loc["plot_ablation_figure", "jobs"] == 6 and rows.loc["fit_study", "jobs"] == paper.loc["fit_study", "jobs"]

@@ -3,6 +3,8 @@ real model, term by term against a hand computation, and TRL's own advantages ov
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -12,6 +14,7 @@ from trl.trainer.utils import split_tensor_dict
 
 from isocompute.answers import reward_function
 from isocompute.grid import GridPoint
+from isocompute.launch import free_port
 from isocompute.selective_grpo import LossSelection, SelectiveGRPOTrainer
 from isocompute.specs import LaunchSpec, Recipe, SamplingSpec, TrainingSpec
 from isocompute.training import build_trainer, grpo_args
@@ -23,6 +26,8 @@ VARIES = [False] * 4 + [True] * 4
 ADVANTAGES = torch.tensor([0.0, 0.0, 0.0, 0.0, -0.8, 1.2, -0.3, 0.9])
 LENGTHS = [5, 3, 4, 2, 5, 1, 3, 4]  # completion tokens: token means and sequence means differ
 BETA, ENTROPY = 0.3, 0.2
+DECOUPLED = GridPoint("easy", 2, 2, 0, n_baseline=4)  # 2 of 4 rollouts per problem in the loss
+SELECTIONS = {"full": (LossSelection("full"), None), "decoupled": (LossSelection(None, 2, 0), DECOUPLED)}
 
 
 def spec(loss_type: str = "grpo") -> TrainingSpec:
@@ -30,9 +35,10 @@ def spec(loss_type: str = "grpo") -> TrainingSpec:
 
 
 def trainer(tiny_model: str, pool: pd.DataFrame, tmp_path: Path, selection: LossSelection | None,
-            loss_type: str = "grpo", per_device_max: int = 8, point: GridPoint | None = None) -> object:  # fmt: skip
+            loss_type: str = "grpo", per_device_max: int = 8, point: GridPoint | None = None,
+            processes: int = 1) -> object:  # fmt: skip
     """A trainer of the real model with KL and entropy terms, as `build_trainer` makes it for a run."""
-    launch = LaunchSpec(1, per_device_max, activation_checkpointing=False, accelerate_config=None)
+    launch = LaunchSpec(processes, per_device_max, activation_checkpointing=False, accelerate_config=None)
     point = point or GridPoint("easy", 2, 4, 0)
     args = grpo_args(point, spec(loss_type), Recipe(BETA, ENTROPY), tmp_path, launch)
     built = build_trainer(tiny_model, pool, args, [], reward_function("exact"), selection=selection)
@@ -175,8 +181,8 @@ def test_gradient_accumulation_adds_up_to_the_one_batch_step(
 def test_decoupled_baseline_averages_over_the_updated_completions(
     tiny_model: str, pool: pd.DataFrame, tmp_path: Path
 ) -> None:
-    point = GridPoint("easy", 2, 2, 0, n_baseline=4)
-    built = trainer(tiny_model, pool, tmp_path, LossSelection(None, 2, 0), point=point)
+    selection, point = SELECTIONS["decoupled"]
+    built = trainer(tiny_model, pool, tmp_path, selection, point=point)
     batch = selected(built, hand_batch(built, pool))
     chosen = batch["in_regularizers"].bool()
     assert chosen.view(2, 4).sum(1).tolist() == [2, 2]
@@ -202,8 +208,7 @@ def test_decoupled_baseline_takes_advantages_from_every_sampled_rollout(
     def known(completions: list[str], **_: object) -> list[float]:
         return rewards[: len(completions)]
 
-    point = GridPoint("easy", 2, 2, 0, n_baseline=4)
-    args = grpo_args(point, spec(), Recipe(0.0, 0.0), tmp_path)
+    args = grpo_args(DECOUPLED, spec(), Recipe(0.0, 0.0), tmp_path)
     assert (args.num_generations, args.per_device_train_batch_size, args.max_steps) == (4, 8, 64 // 8)
     assert args.learning_rate == pytest.approx(1e-4 * (4 / 8) ** 0.5)
     built = build_trainer(tiny_model, pool, args, [], known, selection=LossSelection(None, 2, 0))
@@ -217,6 +222,29 @@ def test_decoupled_baseline_takes_advantages_from_every_sampled_rollout(
     torch.testing.assert_close(batch["advantages"], expected)
     assert chosen.view(2, 4).sum(1).tolist() == [2, 2]
     assert float(batch["policy_weight"]) == pytest.approx(1 / 4)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU (gloo) launch")
+@pytest.mark.parametrize("mode", sorted(SELECTIONS))
+def test_two_processes_add_up_to_the_one_batch_step(tiny_model: str, pool: pd.DataFrame, tmp_path: Path, mode: str) -> None:
+    """Each of two ranks (real `accelerate launch`, gloo) holds half the step; the selection is decided on
+    both halves' rewards (a zero-variance group on one rank, the other group on the other), and the ranks'
+    averaged gradient is the one-process gradient of the whole step."""
+    pool.to_parquet(tmp_path / "pool.parquet")
+    out = tmp_path / "ranks.pt"
+    command = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", "2", "--num_machines", "1",
+               "--main_process_port", str(free_port()), "--dynamo_backend", "no", "--mixed_precision", "no",
+               "--multi_gpu", str(Path(__file__).parent / "selective_ranks.py"), tiny_model,
+               str(tmp_path / "pool.parquet"), str(out), mode]  # fmt: skip
+    subprocess.run(command, check=True, timeout=600, capture_output=True)
+    ranks = torch.load(out)
+    selection, point = SELECTIONS[mode]
+    single = trainer(tiny_model, pool, tmp_path / "one", selection, point=point)
+    loss = single._compute_loss(single.model, selected(single, hand_batch(single, pool)))
+    loss.backward()
+    assert float(ranks["loss"]) == pytest.approx(float(loss), rel=1e-5)
+    for theirs, mine in zip(ranks["grads"], single.model.parameters()):
+        torch.testing.assert_close(theirs, mine.grad, rtol=1e-4, atol=1e-7)
 
 
 def test_settings_the_subclass_does_not_reproduce_are_refused(

@@ -126,12 +126,13 @@ def plot_training_health(
 
 
 def _curves(ax: plt.Axes, chosen: Sequence[Mapping[str, Any]], evals: Mapping[str, pd.DataFrame], x: str,
-            metric: str, labels: Mapping[str, str], style: FigureStyle) -> None:  # fmt: skip
-    """Validation `metric` against `x` for the chosen runs; the reason when there are none."""
+            metric: str, labels: Mapping[str, str], base: float, style: FigureStyle) -> None:  # fmt: skip
+    """Validation `metric` against `x` for the chosen runs, and the base model's; the reason when there are none."""
     colours = sns.color_palette(style.palette, max(1, len(chosen)))
     for colour, run in zip(colours, chosen):
         table = evals[run["run"]].sort_values("step")
         ax.plot(table[x], table[metric], "o-", color=colour, ms=3, label=labels[run["run"]])
+    ax.axhline(base, color="black", ls="--", lw=1, label=f"base model ({base:.3f})")
     if not chosen:
         ax.text(0.5, 0.5, "no runs of this kind in the study", transform=ax.transAxes, ha="center", va="center")
     ax.set_xlabel({"step": "optimizer steps M", "compute_rollouts": "sampling compute C (rollouts)"}[x])
@@ -151,13 +152,11 @@ def plot_learning_rate(runs: Sequence[Mapping[str, Any]], evals: Mapping[str, pd
     sns.set_theme(context=style.context, style="whitegrid")
     fig, axes = plt.subplots(1, 3, figsize=(style.width * 2.0, style.height), constrained_layout=True)
     labels = {r["run"]: lr_label(r) for r in runs}
-    _curves(axes[0], sorted(anchor, key=lambda r: r["lr_base"]), evals, "step", metric, labels, style)
+    _curves(axes[0], sorted(anchor, key=lambda r: r["lr_base"]), evals, "step", metric, labels, base, style)
     axes[0].set_title("anchor sweep: lr_base at B = B_ref", fontsize="small")
     for ax, x in zip(axes[1:], ("step", "compute_rollouts")):
-        _curves(ax, rules, evals, x, metric, labels, style)
+        _curves(ax, rules, evals, x, metric, labels, base, style)
         ax.set_title("rules at B = " + ", ".join(sorted({str(r["b_problem"] * r["n"]) for r in rules})), fontsize="small")
-    for ax in axes:
-        ax.axhline(base, color="black", ls="--", lw=1)
     fig.suptitle(title)
     _save(fig, paths, style.dpi)
 
@@ -171,8 +170,7 @@ def plot_decoupled_baseline(runs: Sequence[Mapping[str, Any]], evals: Mapping[st
     sns.set_theme(context=style.context, style="whitegrid")
     fig, axes = plt.subplots(1, 2, figsize=(style.width * 1.5, style.height), constrained_layout=True)
     for ax, x in zip(axes, ("compute_rollouts", "step")):
-        _curves(ax, ordered, evals, x, metric, labels, style)
-        ax.axhline(base, color="black", ls="--", lw=1)
+        _curves(ax, ordered, evals, x, metric, labels, base, style)
     fig.suptitle(title)
     _save(fig, paths, style.dpi)
 
