@@ -16,7 +16,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,14 +26,19 @@ import pandas as pd
 import torch
 from datasets import Dataset
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
-from transformers.trainer_utils import get_last_checkpoint
 from trl import GRPOConfig, GRPOTrainer
 
 from isocompute.answers import reward_function
+from isocompute.checkpoints import last_good_checkpoint
 from isocompute.grid import GridPoint, batch_split, checkpoint_steps, learning_rate, total_steps
 from isocompute.problems import write_table
+from isocompute.progress import append_event
 from isocompute.prompts import trl_prompt
 from isocompute.specs import LaunchSpec, Recipe, RolloutEngine, TrainingSpec
+from isocompute.timelimit import StopBeforeTimeLimit, TimeLimitReached
+from isocompute.tracking import TrackedRunConfig, tracked_run_id, tracked_run_name, tracking_environment
+
+LOG = logging.getLogger(__name__)
 
 RUN_SETTINGS = "run_settings.json"
 # TRL's own defaults for the vLLM server's HTTP port and its weight-sync group port; a launched run
@@ -114,7 +120,8 @@ def grpo_args(
         seed=point.seed,
         logging_steps=1,
         save_strategy="no",
-        report_to="none",
+        report_to=list(launch.report_to) or "none",
+        run_name=tracked_run_name(point.problem_set, point.run),
         disable_tqdm=True,
         use_cpu=not on_gpu,
         bf16=on_gpu and torch.cuda.is_bf16_supported(),
@@ -175,6 +182,33 @@ class SaveAtComputePoints(TrainerCallback):
                 shutil.rmtree(old)
 
 
+class ProgressLog(TrainerCallback):
+    """Appends a `step` event to the run's progress file for every logged optimizer step (rank 0 only)."""
+
+    def __init__(self, run_dir: str | Path, batch: int) -> None:
+        self.run_dir = run_dir
+        self.batch = batch
+
+    def on_log(
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        logs: dict[str, float] | None = None,
+        **_: object,
+    ) -> None:
+        if not state.is_world_process_zero or not logs or "reward" not in logs:
+            return
+        append_event(
+            self.run_dir,
+            "step",
+            step=state.global_step,
+            max_steps=state.max_steps,
+            reward=logs["reward"],
+            compute_rollouts=state.global_step * self.batch,
+        )
+
+
 def build_trainer(
     model_path: str,
     train_problems: pd.DataFrame,
@@ -183,6 +217,7 @@ def build_trainer(
     reward_func: Callable[..., list[float]],
     chat_template: bool = False,
     resume_every: int | None = None,
+    callbacks: Sequence[TrainerCallback] = (),
 ) -> GRPOTrainer:
     """A `GRPOTrainer` on the problem table's `prompt` and `answer` columns."""
     table = train_problems.loc[:, ["id", "prompt", "answer"]]
@@ -198,7 +233,7 @@ def build_trainer(
         reward_funcs=reward_func,
         args=args,
         train_dataset=dataset,
-        callbacks=[SaveAtComputePoints(save_steps, resume_every)],
+        callbacks=[SaveAtComputePoints(save_steps, resume_every), *callbacks],
     )
 
 
@@ -218,11 +253,14 @@ def run_settings(run: RunSpec, train_problems: pd.DataFrame) -> dict[str, object
 
 
 def resume_point(run_dir: str | Path, settings: dict[str, object]) -> str | None:
-    """The last checkpoint when the run's settings are unchanged; otherwise clear old checkpoints."""
+    """The last whole checkpoint when the run's settings are unchanged (logged: the job's log names it);
+    otherwise clear old checkpoints. Incomplete checkpoints (a job killed while saving) are passed over."""
     run_dir = Path(run_dir)
     settings_file = run_dir / RUN_SETTINGS
     if settings_file.exists() and json.loads(settings_file.read_text()) == settings:
-        return get_last_checkpoint(str(run_dir)) if run_dir.exists() else None
+        resume = last_good_checkpoint(run_dir)
+        LOG.info("%s: %s", run_dir, f"resuming from {resume}" if resume else "no checkpoint yet, starting afresh")
+        return resume
     for old in run_dir.glob("checkpoint-*"):
         shutil.rmtree(old)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -243,10 +281,12 @@ def training_table(log_history: list[dict[str, float]], batch: int) -> pd.DataFr
     return table
 
 
-def train_run(run: RunSpec, train_problems: pd.DataFrame) -> tuple[pd.DataFrame, list[dict[str, object]]]:
+def train_run(
+    run: RunSpec, train_problems: pd.DataFrame, deadline: float | None = None
+) -> tuple[pd.DataFrame, list[dict[str, object]]]:
     """Train one grid point in this process; return its per-step table and the manifest of its checkpoints."""
     resume = resume_point(run.run_dir, run_settings(run, train_problems))
-    return fit(run, train_problems, resume)
+    return fit(run, train_problems, resume, deadline=deadline)
 
 
 def fit(
@@ -254,21 +294,37 @@ def fit(
     train_problems: pd.DataFrame,
     resume: str | None,
     ports: tuple[int, int] = TRL_VLLM_PORTS,
+    deadline: float | None = None,
 ) -> tuple[pd.DataFrame, list[dict[str, object]]]:
-    """The training itself, from `resume` (a checkpoint path) or from the start, on this process's share."""
+    """The training itself, from `resume` (a checkpoint path) or from the start, on this process's share.
+
+    With a `deadline` (the job's time limit, seconds since the epoch) it saves and raises
+    `TimeLimitReached` when the rest of the run would not fit before it.
+    """
     point, spec = run.point, run.spec
     save_steps = checkpoint_steps(point.batch, spec.compute_min, spec.compute_max, spec.checkpoint_points)
     args = grpo_args(point, spec, run.recipe, run.run_dir, run.launch, ports)
-    trainer = build_trainer(
-        run.model_path,
-        train_problems,
-        args,
-        save_steps,
-        reward_function(run.checker),
-        spec.sampling.chat_template,
-        run.launch.resume_every_steps,
-    )
-    trainer.train(resume_from_checkpoint=resume)
+    stop = StopBeforeTimeLimit(deadline, run.launch.time_limit_margin)
+    tracked_run = tracked_run_id(run.run_dir, run_settings(run, train_problems))
+    with tracking_environment(run.launch.report_to, run.run_dir, tracked_run):
+        trainer = build_trainer(
+            run.model_path,
+            train_problems,
+            args,
+            save_steps,
+            reward_function(run.checker),
+            spec.sampling.chat_template,
+            run.launch.resume_every_steps,
+            callbacks=[ProgressLog(run.run_dir, point.batch), stop],
+        )
+        if run.launch.report_to:
+            config = {"grid_point": dataclasses.asdict(point), "recipe": dataclasses.asdict(run.recipe)}
+            trainer.add_callback(TrackedRunConfig(config, trainer.callback_handler.callbacks))
+        trainer.train(resume_from_checkpoint=resume)
+    if stop.stopped_at is not None:
+        if trainer.is_world_process_zero():
+            append_event(run.run_dir, "time_limit", step=stop.stopped_at, checkpoint=f"checkpoint-{stop.stopped_at}")
+        raise TimeLimitReached.saved(run.run_dir, stop.stopped_at, args.max_steps)
     table = training_table(trainer.state.log_history, point.batch)
     by_step = table.set_index("step")
     manifest = [
