@@ -1,11 +1,13 @@
 # Config validation, wildcard constraints and every input function of the workflow.
 from isocompute import config as study_config
-from isocompute import studies
+from isocompute import inputs, studies
 
 study_config.validate_config(
     config, workflow.source_path("../workflow/schemas/config.schema.yaml")
 )
 GRID = study_config.check_config(config)
+# A problem table or base model that later jobs could not use stops the study here, before any job.
+inputs.check_inputs(config)
 STUDIES = study_config.studies_of(config, GRID)
 PROBLEM_SETS = sorted({point.problem_set for point in GRID})
 

@@ -85,14 +85,14 @@ def _weights_problem(path: Path, deepspeed: bool) -> str | None:
     single = path / "model.safetensors"
     index = path / "model.safetensors.index.json"
     if single.is_file():
-        return _safetensors_problem(single)
+        return safetensors_problem(single)
     if index.is_file():
         try:
             shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
         except (ValueError, KeyError, OSError):
             return f"{index.name} is unreadable"
         for shard in shards:
-            problem = _safetensors_problem(path / shard)
+            problem = safetensors_problem(path / shard)
             if problem:
                 return problem
         return None
@@ -125,7 +125,7 @@ def _torch_file_problem(path: Path) -> str | None:
     return None
 
 
-def _safetensors_problem(path: Path) -> str | None:
+def safetensors_problem(path: Path) -> str | None:
     """A safetensors file is an 8-byte header length, a JSON header, then the tensors it lists: the file
     must be exactly as long as the header says."""
     if not path.is_file():

@@ -110,13 +110,24 @@ def parser() -> argparse.ArgumentParser:
     advise.add_argument("--metric", help="default: the file's headline metric")
     advise.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_plan_parser(commands)
+    add_status_parser(commands)
     return main
 
 
 def add_plan_parser(commands: argparse._SubParsersAction) -> None:
     """`isocompute plan`: jobs and GPU-hours per rule of a dry run, to size a preset before submitting."""
     sizing = commands.add_parser("plan", help="jobs and GPU-hours per rule that the workflow would request")
+    add_workflow_arguments(sizing)
     sizing.add_argument(
+        "--pending",
+        action="store_true",
+        help="only the jobs `snakemake -n` would run now (default: the whole workflow)",
+    )
+
+
+def add_workflow_arguments(sub: argparse.ArgumentParser) -> None:
+    """The workflow a command loads, as snakemake's own options name it."""
+    sub.add_argument(
         "--configfile",
         "--configfiles",
         dest="configfiles",
@@ -125,13 +136,22 @@ def add_plan_parser(commands: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="config files overlaid on the Snakefile's own, in order (as snakemake's)",
     )
-    sizing.add_argument("--snakefile", help="default: the Snakefile of the current directory")
-    sizing.add_argument("--directory", default=".", help="working directory of the workflow (default: .)")
-    sizing.add_argument(
-        "--pending",
-        action="store_true",
-        help="only the jobs `snakemake -n` would run now (default: the whole workflow)",
-    )
+    sub.add_argument("--snakefile", help="default: the Snakefile of the current directory")
+    sub.add_argument("--directory", default=".", help="working directory of the workflow (default: .)")
+
+
+def add_status_parser(commands: argparse._SubParsersAction) -> None:
+    """`isocompute status`: every grid point's state, step, reward and GPU-hours, from the files alone."""
+    watch = commands.add_parser("status", help="where every run of the study stands, from its files")
+    add_workflow_arguments(watch)
+
+
+def status_command(args: argparse.Namespace) -> str:
+    """The study's status as a text table (imported here, like plan, to keep `fit` light)."""
+    from isocompute.status import format_status, status
+
+    table, total = status(args.configfiles, args.snakefile, args.directory)
+    return format_status(table, total)
 
 
 def plan_command(args: argparse.Namespace) -> str:
@@ -154,6 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps({column: {k: v for k, v in fit.items() if k != "samples"} for column, fit in optimum.items()}, indent=2))
         elif args.command == "plan":
             print(plan_command(args))
+        elif args.command == "status":
+            print(status_command(args))
         else:
             advice = recommend(json.loads(Path(args.fits).read_text()), args.compute, args.metric)
             print(json.dumps(advice, indent=2) if args.json else describe(advice))

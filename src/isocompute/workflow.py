@@ -12,16 +12,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 
-def start_job(log_path: str, append: bool = False) -> TextIO:
-    """Send stdout, stderr and `logging` to the rule's log; pin torch to one thread.
-
-    `append` keeps what earlier attempts of the job wrote (a training job resubmitted after its time
-    limit), so the log tells every attempt's story.
-    """
+def start_job(log_path: str) -> TextIO:
+    """Send stdout, stderr and `logging` to the rule's log; pin torch to one thread."""
     import torch
 
     Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-    handle = open(log_path, "a" if append else "w", buffering=1)  # noqa: SIM115 - lives as long as the job
+    handle = open(log_path, "w", buffering=1)  # noqa: SIM115 - lives as long as the job
     sys.stdout = sys.stderr = handle
     logging.basicConfig(stream=handle, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s", force=True)
     torch.set_num_threads(1)

@@ -16,7 +16,7 @@ from isocompute.timelimit import TimeLimitReached, slurm_deadline
 from isocompute.training import RunSpec
 from isocompute.workflow import base_model_of, start_job
 
-start_job(snakemake.log[0], append=True)
+start_job(snakemake.log[0])
 point = snakemake.params.point
 settings = snakemake.params.settings
 run = RunSpec(
