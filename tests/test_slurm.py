@@ -24,7 +24,7 @@ import pytest
 from conftest import REPO
 
 MICRO = ".test/config_micro/config.yaml"
-WORKFLOW_PARTS = ["Snakefile", "rules", "workflow", "config", "envs", ".test", "slurm"]
+WORKFLOW_PARTS = ["Snakefile", "rules", "workflow", "config", "envs", ".test", "slurm", "profiles"]
 # Test-only additions to the profile: check job states often (the plugin waits this long after a
 # submission and after each check that saw a job finish, 10 s more after each that saw none), read them
 # with squeue (the cluster keeps no accounting database but keeps finished jobs for MinJobAge=3600 s),

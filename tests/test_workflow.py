@@ -18,7 +18,7 @@ from conftest import REPO
 from test_problems import guru_rows
 
 MICRO = ".test/config_micro/config.yaml"
-WORKFLOW_PARTS = ["Snakefile", "rules", "workflow", "config", "envs", ".test"]
+WORKFLOW_PARTS = ["Snakefile", "rules", "workflow", "config", "envs", ".test", "profiles"]
 
 
 def snakemake(workdir: Path, *args: str, configfiles: tuple[str, ...] = (MICRO,)) -> subprocess.CompletedProcess[str]:
