@@ -34,11 +34,13 @@ class TrainerAlive(RuntimeError):
 
 
 def _process_start(pid: int) -> str | None:
-    """The kernel's start tick of a process (field 22 of /proc/<pid>/stat): a pid reused later differs."""
+    """The kernel's start tick of a live process (field 22 of /proc/<pid>/stat), which a pid reused later
+    does not share; None for no process or a zombie (killed, not yet reaped)."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
         return None
+    return None if fields[0] in ("Z", "X") else fields[19]
 
 
 def holder(run_dir: str | Path) -> dict[str, Any] | None:
