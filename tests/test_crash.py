@@ -29,18 +29,11 @@ from isocompute.specs import Recipe, SamplingSpec, TrainingSpec
 from isocompute.status import status
 from isocompute.training import RunSpec
 
+from conftest import ONE_RUN
 from test_workflow import MICRO, scratch_workflow, snakemake
 
 # One run of 2,048 steps (about 30 s on one core), checkpoints at steps 2, 20, 203 and 2,048.
-LONG = """training:
-  compute_max: 16384
-grid:
-  - problem_sets: [easy]
-    b_problem: [4]
-    n: [2]
-    seeds: [1]
-studies: {fixed_b_problem: [], fixed_batch: [], joint: false}
-"""
+LONG = "training:\n  compute_max: 16384\n" + ONE_RUN
 CONFIGS = (MICRO, "long.yaml")
 TARGET = "results/evaluation/easy/bp4_n2_seed1/evals.parquet"
 RUN = Path("results/train/easy/bp4_n2_seed1")

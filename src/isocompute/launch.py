@@ -71,9 +71,14 @@ def job_from_dict(data: dict[str, Any]) -> TrainingJob:
 
 
 def needs_launcher(run: RunSpec) -> bool:
-    """Several training processes, or a vLLM server beside them, need `accelerate launch`."""
+    """Several training processes, an accelerate config (DeepSpeed ZeRO, FSDP: also on one process), or
+    a vLLM server beside them need `accelerate launch`."""
     engine = run.spec.rollout_engine
-    return run.launch.processes > 1 or (engine is not None and engine.own_gpus > 0)
+    return (
+        run.launch.processes > 1
+        or run.launch.accelerate_config is not None
+        or (engine is not None and engine.own_gpus > 0)
+    )
 
 
 def split_devices(devices: list[str], processes: int, server_gpus: int) -> tuple[list[str], list[str]]:
