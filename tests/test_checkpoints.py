@@ -18,7 +18,9 @@ POINT = GridPoint("easy", 4, 2, 0)
 
 
 @pytest.fixture(scope="module")
-def trained(tiny_model: str, pool: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pd.DataFrame]:
+def trained(
+    tiny_model: str, pool: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, pd.DataFrame]:
     """A finished run (checkpoints at steps 3, 6 and 12) and its training table."""
     run_dir = tmp_path_factory.mktemp("trained") / "run"
     table, _ = train_run(RunSpec(tiny_model, POINT, SPEC, Recipe(0.0, 0.0), str(run_dir)), pool)
@@ -43,7 +45,9 @@ DAMAGE = {
 
 
 @pytest.mark.parametrize("problem", sorted(DAMAGE))
-def test_a_damaged_checkpoint_is_named_with_its_problem(trained: tuple[Path, pd.DataFrame], tmp_path: Path, problem: str) -> None:
+def test_a_damaged_checkpoint_is_named_with_its_problem(
+    trained: tuple[Path, pd.DataFrame], tmp_path: Path, problem: str
+) -> None:
     checkpoint = tmp_path / "checkpoint-12"
     shutil.copytree(trained[0] / "checkpoint-12", checkpoint)
     assert checkpoint_problem(checkpoint) is None
@@ -51,14 +55,20 @@ def test_a_damaged_checkpoint_is_named_with_its_problem(trained: tuple[Path, pd.
     assert checkpoint_problem(checkpoint).startswith(problem)
 
 
-def test_a_checkpoint_of_another_step_is_not_taken(trained: tuple[Path, pd.DataFrame], tmp_path: Path) -> None:
+def test_a_checkpoint_of_another_step_is_not_taken(
+    trained: tuple[Path, pd.DataFrame], tmp_path: Path
+) -> None:
     moved = tmp_path / "checkpoint-13"
     shutil.copytree(trained[0] / "checkpoint-12", moved)
     assert checkpoint_problem(moved) == "trainer_state.json is at step 12, not 13"
 
 
 def test_the_run_resumes_from_the_previous_whole_checkpoint(
-    trained: tuple[Path, pd.DataFrame], tiny_model: str, pool: pd.DataFrame, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    trained: tuple[Path, pd.DataFrame],
+    tiny_model: str,
+    pool: pd.DataFrame,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     run_dir = tmp_path / "run"
     shutil.copytree(trained[0], run_dir)

@@ -75,9 +75,13 @@ def _wait_for(condition, what: str, process: subprocess.Popen | None = None) -> 
 def test_kill_9_mid_training_then_unlock_and_the_same_command_resumes(upstream: Path, tmp_path: Path) -> None:
     reference = shutil.copytree(upstream, tmp_path / "reference")
     killed = shutil.copytree(upstream, tmp_path / "killed")
-    uninterrupted = subprocess.Popen(COMMAND, cwd=reference, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    uninterrupted = subprocess.Popen(
+        COMMAND, cwd=reference, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     with open(tmp_path / "killed.log", "w") as log:
-        study = subprocess.Popen(COMMAND, cwd=killed, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        study = subprocess.Popen(
+            COMMAND, cwd=killed, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
     run = killed / RUN
 
     def past_checkpoint_203() -> bool:
@@ -104,7 +108,10 @@ def test_kill_9_mid_training_then_unlock_and_the_same_command_resumes(upstream: 
     assert f"resuming from {RUN}/checkpoint-203" in log
 
     assert uninterrupted.wait(timeout=WAIT) == 0, uninterrupted.stderr.read()[-3000:]
-    for table in [RUN / "train_log.parquet", *(RUN.parent.parent.parent / "evaluation/easy/bp4_n2_seed1").glob("*.parquet")]:
+    for table in [
+        RUN / "train_log.parquet",
+        *(RUN.parent.parent.parent / "evaluation/easy/bp4_n2_seed1").glob("*.parquet"),
+    ]:
         pd.testing.assert_frame_equal(pd.read_parquet(killed / table), pd.read_parquet(reference / table))
     assert len(pd.read_parquet(killed / RUN / "train_log.parquet")) == 2048
     manifest = json.loads((run / "checkpoints.json").read_text())
@@ -136,13 +143,18 @@ def test_a_new_attempt_refuses_to_start_beside_a_live_trainer_of_an_earlier_one(
     write_table(pool, tmp_path / "train.parquet")
     spec = TrainingSpec(1e-4, 64, 2, 8, 16, 2, "grpo", SamplingSpec(1.0, 1.0, 4))
     run = RunSpec(tiny_model, GridPoint("easy", 4, 2, 0), spec, Recipe(0.0, 0.0), str(run_dir))
-    job = TrainingJob(run, str(tmp_path / "train.parquet"), str(tmp_path / "log.parquet"), str(tmp_path / "c.json"))
+    job = TrainingJob(
+        run, str(tmp_path / "train.parquet"), str(tmp_path / "log.parquet"), str(tmp_path / "c.json")
+    )
     # an orphan of an earlier attempt: a process that holds the run as a live trainer does
     orphan = subprocess.Popen([sys.executable, "-c", HOLD, str(run_dir)], stdout=subprocess.PIPE, text=True)
     try:
         assert orphan.stdout.readline() == "held\n"
         assert trainer_alive(run_dir)
-        with pytest.raises(TrainerAlive, match=rf"still being written by a live trainer .*pid {orphan.pid} on {socket.gethostname()}"):
+        with pytest.raises(
+            TrainerAlive,
+            match=rf"still being written by a live trainer .*pid {orphan.pid} on {socket.gethostname()}",
+        ):
             run_job(job)
         assert read_events(run_dir) == [] and not list(run_dir.glob("checkpoint-*"))
     finally:

@@ -43,9 +43,14 @@ def test_the_grpo_and_sampler_checks_run_on_the_cpu(tmp_path: Path) -> None:
         )
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
         out[check] = result.stdout
-    assert "PASS grpo: 12 steps of B = 128 in fp32 on the CPU" in out["grpo"] and "table identical" in out["grpo"]
+    assert (
+        "PASS grpo: 12 steps of B = 128 in fp32 on the CPU" in out["grpo"]
+        and "table identical" in out["grpo"]
+    )
     assert "PASS sampler: 200 prompts x 4 samples on cpu" in out["sampler"]
     vllm = subprocess.run(
-        [sys.executable, str(REPO / "tests/gpu/check_cuda.py"), "vllm", str(tmp_path)], capture_output=True, text=True
+        [sys.executable, str(REPO / "tests/gpu/check_cuda.py"), "vllm", str(tmp_path)],
+        capture_output=True,
+        text=True,
     )
     assert vllm.returncode == 77 and "SKIP vllm: no CUDA device" in vllm.stdout

@@ -27,7 +27,10 @@ def test_a_good_table_and_model_pass(tmp_path: Path, tiny_model: str) -> None:
     assert table_problem(str(tmp_path / "guru.parquet"), "guru") is None
     assert model_problem(tiny_model) is None
     # hub ids are not checked here (nothing is downloaded to check them)
-    assert table_problem("LLM360/guru-RL-92k", "guru") is None and model_problem("Qwen/Qwen2.5-7B-Instruct") is None
+    assert (
+        table_problem("LLM360/guru-RL-92k", "guru") is None
+        and model_problem("Qwen/Qwen2.5-7B-Instruct") is None
+    )
 
 
 def test_bad_problem_tables_are_named_with_their_problem(tmp_path: Path) -> None:
@@ -43,7 +46,9 @@ def test_bad_problem_tables_are_named_with_their_problem(tmp_path: Path) -> None
     TABLE.assign(answer=[[2], [4]]).to_csv(tmp_path / "typed.csv", index=False)
     assert table_problem(str(tmp_path / "typed.csv"), "problem_table") is None  # a CSV holds text
     TABLE.drop(columns="answer").to_csv(tmp_path / "short.csv", index=False)
-    assert table_problem(str(tmp_path / "short.csv"), "problem_table").startswith("missing column(s) 'answer'")
+    assert table_problem(str(tmp_path / "short.csv"), "problem_table").startswith(
+        "missing column(s) 'answer'"
+    )
     (tmp_path / "empty.parquet").write_bytes(b"")
     assert table_problem(str(tmp_path / "empty.parquet"), "problem_table") == "the file is empty"
     TABLE.head(0).to_parquet(tmp_path / "no_rows.parquet")
@@ -56,7 +61,9 @@ def test_bad_problem_tables_are_named_with_their_problem(tmp_path: Path) -> None
     )
     assert table_problem(str(tmp_path / "missing.parquet"), "problem_table") == "no such file"
     pd.DataFrame(guru_rows()).drop(columns="reward_model").to_parquet(tmp_path / "guru.parquet")
-    assert table_problem(str(tmp_path / "guru.parquet"), "guru").startswith("missing column(s) 'reward_model'")
+    assert table_problem(str(tmp_path / "guru.parquet"), "guru").startswith(
+        "missing column(s) 'reward_model'"
+    )
 
 
 def test_folders_that_are_not_models_are_named_with_their_problem(tmp_path: Path, tiny_model: str) -> None:

@@ -50,8 +50,9 @@ TEST_FLAGS = [
 GPU_CONFIG = "training:\n  processes: 2\n  per_device_batch_max: 4\nresources:\n  train_grpo:\n    gpu: 2\n"
 RUN_TIMEOUT = 600
 # One run of 2,000 steps as two processes (about 90 s of training here) whose first job may take one
-# minute and its resubmission ten; it stops 10 s (beyond one step and one save) before its limit.
-TIME_LIMITED = "training:\n  compute_max: 16000\n  time_limit_margin: 10\n" + ONE_RUN + (
+# minute and its resubmission ten; it stops 20 s (beyond one step and one save) before its limit, the
+# time a loaded machine takes to leave the job after the save.
+TIME_LIMITED = "training:\n  compute_max: 16000\n  time_limit_margin: 20\n" + ONE_RUN + (
     "resources:\n  train_grpo:\n    runtime: [1, 10]\n"
 )
 LIMITED_RUN = Path("results/train/easy/bp4_n2_seed1")

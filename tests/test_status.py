@@ -31,7 +31,9 @@ resources:
 def _events(run_dir: Path, *events: dict) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     lines = [json.dumps(event) for event in events]
-    (run_dir / "progress.jsonl").write_text("\n".join(lines) + "\n" + '{"event": "step", "ti')  # a line cut off
+    (run_dir / "progress.jsonl").write_text(
+        "\n".join(lines) + "\n" + '{"event": "step", "ti'
+    )  # a line cut off
 
 
 def _start(t: float, gpus: int, resume_step: int = 0) -> dict:
@@ -124,7 +126,16 @@ def test_a_dead_holder_is_not_training(study: tuple[Path, float]) -> None:
 
 def test_the_command_prints_the_table(study: tuple[Path, float], capsys: pytest.CaptureFixture[str]) -> None:
     workdir, _ = study
-    code = main(["status", "--configfile", str(workdir / MICRO), str(workdir / "grid.yaml"), "--directory", str(workdir)])
+    code = main(
+        [
+            "status",
+            "--configfile",
+            str(workdir / MICRO),
+            str(workdir / "grid.yaml"),
+            "--directory",
+            str(workdir),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0 and "bp4_n2_seed0" in out and "evaluated" in out and "GPU-hours so far" in out
     assert main(["status", "--configfile", str(workdir / "nowhere.yaml"), "--directory", str(workdir)]) == 2

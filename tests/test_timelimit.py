@@ -89,7 +89,9 @@ def test_a_run_past_its_deadline_saves_stops_and_resumes_to_the_same_table(
     full, _ = train_run(RunSpec(tiny_model, point, SPEC, Recipe(0.0, 0.0), str(tmp_path / "full")), problems)
     run_dir = tmp_path / "limited"
     run = RunSpec(tiny_model, point, SPEC, Recipe(0.0, 0.0), str(run_dir))
-    with pytest.raises(TimeLimitReached, match=r"saved checkpoint-1 \(step 1 of 12\) before the job's time limit"):
+    with pytest.raises(
+        TimeLimitReached, match=r"saved checkpoint-1 \(step 1 of 12\) before the job's time limit"
+    ):
         train_run(run, problems, deadline=time.time() - 1)
     assert [p.name for p in run_dir.glob("checkpoint-*")] == ["checkpoint-1"]
     assert checkpoint_problem(run_dir / "checkpoint-1") is None
@@ -98,6 +100,8 @@ def test_a_run_past_its_deadline_saves_stops_and_resumes_to_the_same_table(
     assert [m["step"] for m in manifest] == [3, 6, 12]
     pd.testing.assert_frame_equal(full, resumed)
     events = read_events(run_dir)
-    assert [(e["step"], e["checkpoint"]) for e in events if e["event"] == "time_limit"] == [(1, "checkpoint-1")]
+    assert [(e["step"], e["checkpoint"]) for e in events if e["event"] == "time_limit"] == [
+        (1, "checkpoint-1")
+    ]
     # every optimizer step was logged once, across the two attempts
     assert [e["step"] for e in events if e["event"] == "step"] == list(range(1, 13))

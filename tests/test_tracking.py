@@ -23,7 +23,9 @@ def _events(folder: Path) -> EventAccumulator:
     return events
 
 
-def test_tensorboard_files_of_one_run_across_its_attempts(tiny_model: str, pool: pd.DataFrame, tmp_path: Path) -> None:
+def test_tensorboard_files_of_one_run_across_its_attempts(
+    tiny_model: str, pool: pd.DataFrame, tmp_path: Path
+) -> None:
     point = GridPoint("easy", 4, 2, 0)
     launch = dataclasses.replace(SINGLE_PROCESS, report_to=("tensorboard",))
     run = RunSpec(tiny_model, point, SPEC, Recipe(0.01, 0.001), str(tmp_path / "run"), launch=launch)
@@ -36,9 +38,15 @@ def test_tensorboard_files_of_one_run_across_its_attempts(tiny_model: str, pool:
     assert [e.step for e in rewards] == list(range(1, 13))
     assert [e.value for e in rewards] == [float(r) for r in table["reward"]]
     config = events.Tensors("isocompute/text_summary")[0].tensor_proto.string_val[0].decode()
-    assert json.loads(config) == {"grid_point": dataclasses.asdict(point), "recipe": dataclasses.asdict(run.recipe)}
+    assert json.loads(config) == {
+        "grid_point": dataclasses.asdict(point),
+        "recipe": dataclasses.asdict(run.recipe),
+    }
     assert json.loads(config)["grid_point"]["n"] == 2 and json.loads(config)["recipe"]["kl_coef"] == 0.01
-    assert '"run_name": "easy/bp4_n2_seed0"' in events.Tensors("args/text_summary")[0].tensor_proto.string_val[0].decode()
+    assert (
+        '"run_name": "easy/bp4_n2_seed0"'
+        in events.Tensors("args/text_summary")[0].tensor_proto.string_val[0].decode()
+    )
     # a job resumed from checkpoint-6 writes on into the same folder, from step 7 on
     shutil.rmtree(tmp_path / "run" / "checkpoint-12")
     train_run(run, pool)
@@ -55,5 +63,7 @@ def test_without_report_to_nothing_is_tracked(tiny_model: str, pool: pd.DataFram
 def test_a_tracked_run_keeps_its_id_until_its_settings_change(tmp_path: Path) -> None:
     settings = {"point": {"n": 2}, "spec": {"lr_base": 1e-4}}
     assert tracked_run_id(tmp_path / "run", settings) == tracked_run_id(tmp_path / "run", dict(settings))
-    assert tracked_run_id(tmp_path / "run", settings) != tracked_run_id(tmp_path / "run", {**settings, "spec": {}})
+    assert tracked_run_id(tmp_path / "run", settings) != tracked_run_id(
+        tmp_path / "run", {**settings, "spec": {}}
+    )
     assert tracked_run_id(tmp_path / "run", settings) != tracked_run_id(tmp_path / "other", settings)

@@ -67,7 +67,9 @@ def last_good_checkpoint(run_dir: str | Path) -> str | None:
         problem = checkpoint_problem(path)
         if problem is None:
             return str(path)
-        LOG.warning("%s is incomplete (%s): removed; the run resumes from an earlier checkpoint", path, problem)
+        LOG.warning(
+            "%s is incomplete (%s): removed; the run resumes from an earlier checkpoint", path, problem
+        )
         shutil.rmtree(path)
     return None
 

@@ -127,7 +127,11 @@ LAUNCH_KEYS = (
     "report_to",
 )
 # The packages transformers' trackers need, for the trackers the config check knows.
-TRACKER_PACKAGES = {"tensorboard": ("tensorboard", "tensorboardX"), "wandb": ("wandb",), "trackio": ("trackio",)}
+TRACKER_PACKAGES = {
+    "tensorboard": ("tensorboard", "tensorboardX"),
+    "wandb": ("wandb",),
+    "trackio": ("trackio",),
+}
 
 
 def recipe_keys(training: Mapping[str, Any]) -> dict[str, Any]:

@@ -59,7 +59,8 @@ class TransformersSampler:
                 model_input(self.tokenizer, p, self.sampling.chat_template)
                 for p in prompts[start : start + per_batch]
             ]
-            encoded = self.tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+            encoded = self.tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
+            encoded = encoded.to(self.device)
             with torch.no_grad():
                 output = self.model.generate(
                     **encoded,

@@ -21,7 +21,12 @@ from isocompute.config import Config, ConfigError
 PROBLEM_COLUMNS = ("id", "prompt", "answer")
 GURU_COLUMNS = ("data_source", "prompt", "reward_model")
 LOCAL_FORMATS = {".parquet": "parquet", ".json": "json", ".jsonl": "json", ".csv": "csv"}
-WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
+WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
 _ROWS_READ = 100  # rows of a CSV or JSON-lines file read to see its columns and their types
 
@@ -71,7 +76,9 @@ def table_problem(path_or_id: str, schema: str) -> str | None:
     if missing:
         hints = {m: difflib.get_close_matches(m, list(columns), n=1) for m in missing}
         said = ", ".join(f"{m!r}" + (f" (is {hints[m][0]!r} a typo?)" if hints[m] else "") for m in missing)
-        return f"missing column(s) {said}; a {schema} table needs {list(needed)}, this one has {list(columns)}"
+        return (
+            f"missing column(s) {said}; a {schema} table needs {list(needed)}, this one has {list(columns)}"
+        )
     for column, kinds in _EXPECTED[schema].items():
         if columns[column] not in kinds:
             return f"column {column!r} holds {columns[column]} values, not {' or '.join(sorted(kinds))}"

@@ -100,7 +100,11 @@ class TrainerLock:
                 f"({describe(info)}): let it finish or end it{kill}, then run again"
             ) from None
         except OSError as error:
-            LOG.warning("%s: the file system takes no locks (%s); not checking for an earlier trainer", self.path, error)
+            LOG.warning(
+                "%s: the file system takes no locks (%s); not checking for an earlier trainer",
+                self.path,
+                error,
+            )
         info = {
             "host": socket.gethostname(),
             "pid": os.getpid(),

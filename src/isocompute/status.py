@@ -170,7 +170,8 @@ def format_status(table: pd.DataFrame, total_gpu_hours: float) -> str:
 
     def render(cells: list[str]) -> str:
         return "  ".join(
-            cell.ljust(width) if i < 3 else cell.rjust(width) for i, (cell, width) in enumerate(zip(cells, widths))
+            cell.ljust(width) if i < 3 else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(cells, widths))
         ).rstrip()
 
     counts = table["state"].value_counts()

@@ -59,7 +59,9 @@ def slurm_deadline() -> float | None:
             [squeue, "-h", "-j", job_id, "-o", "%L"], capture_output=True, text=True, timeout=60, check=True
         ).stdout
     except (OSError, subprocess.SubprocessError) as error:
-        LOG.warning("could not read the time left of SLURM job %s (%s): no stop before its limit", job_id, error)
+        LOG.warning(
+            "could not read the time left of SLURM job %s (%s): no stop before its limit", job_id, error
+        )
         return None
     left = parse_time_left(answer)
     if left is None:
@@ -84,7 +86,9 @@ class StopBeforeTimeLimit(TrainerCallback):
         self.mark = time.monotonic()
         self.stopped_at: int | None = None
 
-    def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **_: object) -> None:
+    def on_train_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **_: object
+    ) -> None:
         self.mark = time.monotonic()
 
     def on_step_end(
@@ -115,7 +119,9 @@ class StopBeforeTimeLimit(TrainerCallback):
                 )
         return control
 
-    def on_save(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **_: object) -> None:
+    def on_save(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **_: object
+    ) -> None:
         now = time.monotonic()
         self.save_seconds = max(self.save_seconds, now - self.mark)
         self.mark = now

@@ -66,7 +66,9 @@ class TrackedRunConfig(TrainerCallback):
         self.config = config
         self.callbacks = callbacks
 
-    def on_train_begin(self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **_: object) -> None:
+    def on_train_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **_: object
+    ) -> None:
         if not state.is_world_process_zero:
             return
         for callback in self.callbacks:

@@ -211,7 +211,8 @@ def _shuffling_sampler(loader: object) -> Any:
         if current is None or id(current) in seen:
             continue
         seen.add(id(current))
-        if isinstance(getattr(current, "generator", None), torch.Generator) and hasattr(current, "num_samples"):
+        shuffles = isinstance(getattr(current, "generator", None), torch.Generator)
+        if shuffles and hasattr(current, "num_samples"):
             return current
         todo += [getattr(current, name, None) for name in ("batch_sampler", "sampler")]
     return None
@@ -294,7 +295,7 @@ def resume_point(run_dir: str | Path, settings: dict[str, object]) -> str | None
     settings_file = run_dir / RUN_SETTINGS
     if settings_file.exists() and json.loads(settings_file.read_text()) == settings:
         resume = last_good_checkpoint(run_dir)
-        LOG.info("%s: %s", run_dir, f"resuming from {resume}" if resume else "no checkpoint yet, starting afresh")
+        LOG.info("%s: %s", run_dir, f"resuming from {resume}" if resume else "no checkpoint yet, starting")
         return resume
     for old in run_dir.glob("checkpoint-*"):
         shutil.rmtree(old)
@@ -358,7 +359,8 @@ def fit(
         trainer.train(resume_from_checkpoint=resume)
     if stop.stopped_at is not None:
         if trainer.is_world_process_zero():
-            append_event(run.run_dir, "time_limit", step=stop.stopped_at, checkpoint=f"checkpoint-{stop.stopped_at}")
+            checkpoint = f"checkpoint-{stop.stopped_at}"
+            append_event(run.run_dir, "time_limit", step=stop.stopped_at, checkpoint=checkpoint)
         raise TimeLimitReached.saved(run.run_dir, stop.stopped_at, args.max_steps)
     table = training_table(trainer.state.log_history, point.batch)
     by_step = table.set_index("step")

@@ -57,7 +57,12 @@ def _run(workdir: Path, name: str, engine=None, launch=None):
 
     spec = TrainingSpec(1e-4, 128, 2, 128, 128 * 12, 3, "grpo", SamplingSpec(1.0, 1.0, 8), engine)
     return RunSpec(
-        _model(workdir), GridPoint("easy", 16, 8, 0), spec, Recipe(0.001, 0.001), str(workdir / name), "exact",
+        _model(workdir),
+        GridPoint("easy", 16, 8, 0),
+        spec,
+        Recipe(0.001, 0.001),
+        str(workdir / name),
+        "exact",
         launch or SINGLE_PROCESS,
     )
 
@@ -133,7 +138,9 @@ def check_zero3(workdir: Path, on_gpu: bool) -> str:
     launch = LaunchSpec(processes, 64, True, str(REPO / "config/accelerate/deepspeed_zero3.yaml"))
     write_table(_problems(), workdir / "train.parquet")
     run = _run(workdir, "zero3", launch=launch)
-    job = TrainingJob(run, str(workdir / "train.parquet"), str(workdir / "zero3_log.parquet"), str(workdir / "zero3.json"))
+    job = TrainingJob(
+        run, str(workdir / "train.parquet"), str(workdir / "zero3_log.parquet"), str(workdir / "zero3.json")
+    )
     run_job(job)
     table = pd.read_parquet(job.log_table)
     manifest = json.loads(Path(job.checkpoints).read_text())
