@@ -82,8 +82,10 @@ def point_status(config: Config, directory: Path, point: GridPoint, now: float) 
     tried = attempts(read_events(run_dir))
     trained = (run_dir / "train_log.parquet").is_file() and (run_dir / "checkpoints.json").is_file()
     live = bool(tried) and tried[-1].outcome is None and trainer_alive(run_dir)
-    logged = [step for attempt in tried for step in attempt.steps]
-    step = logged[-1]["step"] if logged else (tried[-1].start.get("resume_step", 0) if tried else 0)
+    # the step of the last attempt (a restarted run's earlier attempts may have gone further)
+    last = tried[-1] if tried else None
+    step = last.steps[-1]["step"] if last and last.steps else (last.start.get("resume_step", 0) if last else 0)
+    logged = [event for attempt in tried for event in attempt.steps]
     reward = logged[-1]["reward"] if logged else None
     if trained and not logged:
         table = pd.read_parquet(run_dir / "train_log.parquet", columns=["step", "reward"])

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import shutil
 import logging
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
