@@ -39,7 +39,8 @@ def _model(workdir: Path) -> str:
     path = workdir / "base_model"
     if not (path / "config.json").exists():
         config = yaml.safe_load((REPO / "config/config.yaml").read_text())
-        config["base_model"]["builtin"]["train_steps"] = 300
+        # 300 steps on a GPU; 40 where --allow-cpu checks the script itself on the CPU
+        config["base_model"]["builtin"]["train_steps"] = 300 if torch.cuda.is_available() else 40
         pretrain_base_model(base_model_spec(config), path, seed=0)
     return str(path)
 
