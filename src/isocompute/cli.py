@@ -1,7 +1,8 @@
-"""`isocompute fit` and `isocompute recommend`: the analysis outside the pipeline.
+"""`isocompute fit`, `recommend`, `compare`, `plan` and `status`: the analysis outside the pipeline.
 
     isocompute fit EVALS --metric avg@4 --by n --compute rollouts --out FITS.json
     isocompute recommend FITS.json --compute 1e6
+    isocompute compare RESULTS_DIR RESULTS_DIR ... --out DIR
 
 EVALS is a CSV or parquet with at least the columns `run`, `n`, `b_problem`, `step`, `compute_rollouts`,
 `compute_tokens` and the metric (`results/evaluation/evals.csv` is one). FITS.json has the schema of the
@@ -111,6 +112,10 @@ def parser() -> argparse.ArgumentParser:
     advise.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_plan_parser(commands)
     add_status_parser(commands)
+    side = commands.add_parser("compare", help="several studies' frontiers and n* on shared axes, from their fits")
+    side.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="results trees (each with fits/)")
+    side.add_argument("--out", required=True, help="folder for the figures")
+    side.add_argument("--metric", help="default: each file's headline metric")
     return main
 
 
@@ -176,6 +181,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(plan_command(args))
         elif args.command == "status":
             print(status_command(args))
+        elif args.command == "compare":
+            from isocompute.compare import compare
+
+            for path in compare(args.results_dirs, args.out, metric=args.metric):
+                print(path)
         else:
             advice = recommend(json.loads(Path(args.fits).read_text()), args.compute, args.metric)
             print(json.dumps(advice, indent=2) if args.json else describe(advice))
