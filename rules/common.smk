@@ -2,12 +2,14 @@
 import re
 
 from isocompute import config as study_config
-from isocompute import ablations, studies
+from isocompute import ablations, inputs, studies
 
 study_config.validate_config(
     config, workflow.source_path("../workflow/schemas/config.schema.yaml")
 )
 GRID = study_config.check_config(config)
+# A problem table or base model that later jobs could not use stops the study here, before any job.
+inputs.check_inputs(config)
 STUDIES = study_config.studies_of(config, GRID)
 ABLATIONS = {(a.problem_set, a.name): a for a in study_config.ablations_of(config)}
 # The sets the scaling sweep (`grid:`) runs on: those of the per-set figures.

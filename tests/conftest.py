@@ -14,6 +14,16 @@ from isocompute.tasks import make_addition_pool
 
 REPO = Path(__file__).resolve().parents[1]
 
+# One grid point (Easy, bp4_n2_seed1) and no study over it: the longer runs of the crash and time-limit
+# tests, layered over the micro config with a larger training.compute_max.
+ONE_RUN = """grid:
+  - problem_sets: [easy]
+    b_problem: [4]
+    n: [2]
+    seeds: [1]
+studies: {fixed_b_problem: [], fixed_batch: [], joint: false}
+"""
+
 TINY_MODEL = BaseModelSpec(
     hidden_size=32,
     intermediate_size=64,

@@ -9,11 +9,14 @@ import yaml
 
 from snakemake.utils import update_config
 
+from isocompute import config as config_module
 from isocompute.config import (
     ConfigError,
     ablations_of,
     check_config,
+    launch_spec,
     recipe_name,
+    rule_resources,
     run_lr,
     run_params,
     studies_of,
@@ -81,6 +84,7 @@ def test_default_config_is_valid() -> None:
             r"resources\.train_grpo\.gpu=2 does not match the 1 GPUs a run uses",
         ),
         ("resources.evaluate_run", {"gpu": 1}, None),
+        ("training.report_to", ["tensorboard"], None),
     ],
 )
 def test_semantic_errors_name_the_key(path: str, value: object, message: str | None) -> None:
@@ -89,6 +93,25 @@ def test_semantic_errors_name_the_key(path: str, value: object, message: str | N
         return
     with pytest.raises(ConfigError, match=message):
         check_config(with_change(path, value))
+
+
+def test_job_settings_reach_the_launch_spec_and_runtime_may_grow_per_attempt() -> None:
+    config = with_change("training.report_to", ["tensorboard", "none"])
+    config["training"]["time_limit_margin"] = 30
+    config["resources"]["train_grpo"] = {"runtime": [60, 240]}
+    validate_config(config, REPO / "workflow/schemas/config.schema.yaml")
+    launch = launch_spec(config["training"])
+    assert (launch.report_to, launch.time_limit_margin) == (("tensorboard",), 30.0)
+    assert launch_spec(DEFAULT["training"]).report_to == ()
+    runtime = rule_resources(config, "train_grpo")["runtime"]
+    assert [runtime(None, attempt) for attempt in (1, 2, 3)] == [60, 240, 240]
+    assert rule_resources(DEFAULT, "train_grpo")["runtime"] == 60
+
+
+def test_a_tracker_without_its_package_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(config_module.TRACKER_PACKAGES, "tensorboard", ("no_such_tensorboard",))
+    with pytest.raises(ConfigError, match=r"training\.report_to: tensorboard needs the package no_such_tensorboard"):
+        check_config(with_change("training.report_to", "tensorboard"))
 
 
 def test_vllm_parallelism_must_fit_the_gpus() -> None:

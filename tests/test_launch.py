@@ -4,12 +4,14 @@ layout and commands that put a run and its vLLM server on a GPU job's devices.""
 import json
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
 
+from isocompute.checkpoints import checkpoint_problem
 from isocompute.grid import GridPoint
 from isocompute.launch import (
     TrainingJob,
@@ -22,7 +24,9 @@ from isocompute.launch import (
     split_devices,
 )
 from isocompute.problems import write_table
+from isocompute.progress import attempts, read_events
 from isocompute.specs import LaunchSpec, Recipe, RolloutEngine, SamplingSpec, TrainingSpec
+from isocompute.timelimit import TimeLimitReached
 from isocompute.training import RunSpec
 
 SAMPLING = SamplingSpec(temperature=1.0, top_p=1.0, max_new_tokens=4)
@@ -88,14 +92,20 @@ def test_accelerate_and_vllm_server_commands() -> None:
     }
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU (gloo) launch")
-def test_two_processes_under_accelerate_launch_train_and_resume(
-    tiny_model: str, pool: pd.DataFrame, tmp_path: Path
-) -> None:
+@pytest.fixture(scope="module")
+def launched(tiny_model: str, pool: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory) -> TrainingJob:
+    """A run trained as two processes under `accelerate launch`, uninterrupted."""
+    tmp_path = tmp_path_factory.mktemp("launched")
     train_path = tmp_path / "train.parquet"
     write_table(pool, train_path)
     two = job(tmp_path, str(train_path), tiny_model, processes=2)
     run_job(two)
+    return two
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU (gloo) launch")
+def test_two_processes_under_accelerate_launch_train_and_resume(launched: TrainingJob) -> None:
+    two = launched
     table = pd.read_parquet(two.log_table)
     manifest = json.loads(Path(two.checkpoints).read_text())
     # B = 8 rollouts per step over 2 processes with at most 2 completions per device: 2 accumulation steps.
@@ -119,3 +129,24 @@ def test_two_processes_under_accelerate_launch_train_and_resume(
     resumed = pd.read_parquet(two.log_table)
     assert resumed["step"].tolist() == list(range(1, 7))
     pd.testing.assert_frame_equal(resumed, table)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU (gloo) launch")
+def test_launched_ranks_save_one_step_before_the_time_limit_and_the_next_job_resumes(
+    launched: TrainingJob, tiny_model: str, tmp_path: Path
+) -> None:
+    two = job(tmp_path, launched.train_path, tiny_model, processes=2)
+    run_dir = Path(two.run.run_dir)
+    with pytest.raises(TimeLimitReached, match=r"saved checkpoint-1 \(step 1 of 6\) before the job's time limit"):
+        run_job(two, deadline=time.time() - 1)
+    # both ranks stopped after the same step and saved it together: one whole checkpoint, both RNG states
+    assert [p.name for p in run_dir.glob("checkpoint-*")] == ["checkpoint-1"]
+    assert checkpoint_problem(run_dir / "checkpoint-1") is None
+    assert sorted(p.name for p in (run_dir / "checkpoint-1").glob("rng_state*")) == ["rng_state_0.pth", "rng_state_1.pth"]
+    assert not Path(two.log_table).exists()
+    run_job(two)
+    pd.testing.assert_frame_equal(pd.read_parquet(two.log_table), pd.read_parquet(launched.log_table))
+    first, second = attempts(read_events(run_dir))
+    assert (first.start["resume_from"], first.time_limit["step"], first.outcome) == (None, 1, "time_limit")
+    assert (second.start["resume_from"], second.outcome) == ("checkpoint-1", "finished")
+    assert [s["step"] for s in first.steps + second.steps] == list(range(1, 7))

@@ -37,7 +37,7 @@ def test_paper_preset_gpu_hours(paper: pd.DataFrame) -> None:
 def test_total_line_is_the_sum_of_the_rows(paper: pd.DataFrame) -> None:
     text = format_table(paper.reset_index())
     total = text.splitlines()[-1].split()
-    assert total[0] == "total" and int(total[1]) == paper["jobs"].sum() == 264  # with 16 fig_extrapolation jobs
+    assert total[0] == "total" and int(total[1]) == paper["jobs"].sum() == 264
     assert float(total[-1].replace(",", "")) == pytest.approx(paper["gpu_hours"].sum())
     assert paper["gpu_hours"].sum() == pytest.approx(66 * 8 * 48 + 66 * 12 + 32 * 4 + 2 * 1)
 

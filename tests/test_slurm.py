@@ -4,8 +4,11 @@ tests/slurm/cluster.py starts munged, slurmctld and slurmd (Debian's packages; `
 installs them) with two fake GPUs, and the study runs with the repository's own profile, each training
 job asking for both and running as two processes under `accelerate launch` (on the CPU: gloo). The test
 checks that every non-local job went through sbatch and completed, that exactly the training jobs were
-given the GPUs and ran launched, and that the study is complete afterwards. It skips where
-the daemons are not installed or it is not root, and always stops what it started.
+given the GPUs and ran launched, and that the study is complete afterwards. Then one longer run trains
+under a time limit shorter than its training (SLURM's shortest, one minute): the job saves before SLURM
+would kill it and exits non-zero, Snakemake resubmits it with the next attempt's longer `runtime`, and
+it resumes to the same training table as an uninterrupted run. It skips where the daemons are not
+installed or it is not root, and always stops what it started.
 """
 
 from __future__ import annotations
@@ -19,12 +22,16 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from conftest import REPO
+from isocompute.progress import attempts, read_events
+from isocompute.status import status
+
+from conftest import ONE_RUN, REPO
 
 MICRO = ".test/config_micro/config.yaml"
-WORKFLOW_PARTS = ["Snakefile", "rules", "workflow", "config", "envs", ".test", "slurm"]
+WORKFLOW_PARTS = ["Snakefile", "rules", "workflow", "config", "envs", ".test", "slurm", "profiles"]
 # Test-only additions to the profile: check job states often (the plugin waits this long after a
 # submission and after each check that saw a job finish, 10 s more after each that saw none), read them
 # with squeue (the cluster keeps no accounting database but keeps finished jobs for MinJobAge=3600 s),
@@ -42,6 +49,14 @@ TEST_FLAGS = [
 # Two training processes per run, one per fake GPU: the multi-GPU path (accelerate launch) through SLURM.
 GPU_CONFIG = "training:\n  processes: 2\n  per_device_batch_max: 4\nresources:\n  train_grpo:\n    gpu: 2\n"
 RUN_TIMEOUT = 600
+# One run of 2,000 steps as two processes (about 90 s of training here) whose first job may take one
+# minute and its resubmission ten; it stops 20 s (beyond one step and one save) before its limit, the
+# time a loaded machine takes to leave the job after the save.
+TIME_LIMITED = "training:\n  compute_max: 16000\n  time_limit_margin: 20\n" + ONE_RUN + (
+    "resources:\n  train_grpo:\n    runtime: [1, 10]\n"
+)
+LIMITED_RUN = Path("results/train/easy/bp4_n2_seed1")
+LIMITED_CONFIGS = [MICRO, "gpu.yaml", "timelimit.yaml"]
 
 
 def _load_cluster_module():
@@ -96,7 +111,7 @@ def slurm_study(cluster, tmp_path_factory: pytest.TempPathFactory):
 
 def _queue(cluster, run_id: str) -> list[dict[str, str]]:
     """squeue's view of the run's jobs, finished ones included (kept for MinJobAge=3600 s)."""
-    fields = ["JobID", "State", "Comment", "tres-per-job"]
+    fields = ["JobID", "State", "Comment", "tres-per-job", "TimeLimit"]
     out = subprocess.run(
         ["squeue", "--states=all", "--noheader", "--name", run_id, "-O", ",".join(f"{f}:|" for f in fields)],
         env=cluster.env,
@@ -106,7 +121,7 @@ def _queue(cluster, run_id: str) -> list[dict[str, str]]:
         check=True,
     ).stdout
     return [
-        dict(zip(["id", "state", "comment", "tres"], line.split("|")))
+        dict(zip(["id", "state", "comment", "tres", "time_limit"], line.split("|")))
         for line in out.splitlines()
         if line.strip()
     ]
@@ -174,3 +189,65 @@ def test_the_study_is_complete_after_the_cluster_run(slurm_study) -> None:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Nothing to be done" in result.stdout + result.stderr
+
+
+@pytest.fixture(scope="module")
+def time_limited(cluster, slurm_study, tmp_path_factory: pytest.TempPathFactory):
+    """The time-limited run through the SLURM profile, beside the same run uninterrupted on this machine:
+    (workdir, reference workdir, snakemake's output)."""
+    workdir, _ = slurm_study
+    (workdir / "timelimit.yaml").write_text(TIME_LIMITED)
+    reference = shutil.copytree(workdir, tmp_path_factory.mktemp("reference") / "workdir")
+    target = str(LIMITED_RUN / "train_log.parquet")
+    uninterrupted = subprocess.Popen(
+        ["snakemake", "--cores", "2", target, "--configfile", *LIMITED_CONFIGS],
+        cwd=reference,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    flags = [*TEST_FLAGS[: TEST_FLAGS.index("--retries")], "--retries", "2", *TEST_FLAGS[TEST_FLAGS.index("--retries") + 2 :]]
+    command = [
+        "timeout", "-s", "INT", "-k", "60", str(RUN_TIMEOUT),
+        "snakemake", "--profile", "slurm", target, "--configfile", *LIMITED_CONFIGS, *flags,
+    ]  # fmt: skip
+    result = subprocess.run(
+        command, cwd=workdir, env=cluster.env, capture_output=True, text=True, timeout=RUN_TIMEOUT + 120
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, f"snakemake exited {result.returncode}\n{output[-6000:]}\n{cluster.logs()}"
+    assert uninterrupted.wait(timeout=RUN_TIMEOUT) == 0, uninterrupted.stderr.read()[-3000:]
+    return workdir, reference, output
+
+
+@pytest.mark.slow
+def test_a_job_saves_before_its_time_limit_and_its_resubmission_resumes(cluster, time_limited) -> None:
+    workdir, reference, output = time_limited
+    run_id = re.search(r"SLURM run ID: (\S+)", output).group(1)
+    training = sorted(
+        (job for job in _queue(cluster, run_id) if job["comment"].startswith("rule_train_grpo")),
+        key=lambda job: int(job["id"]),
+    )
+    # the first job, given one minute, ended itself (FAILED, exit 1: not killed as TIMEOUT by SLURM);
+    # Snakemake resubmitted it with the second attempt's runtime, and that one completed
+    assert [(job["state"], job["time_limit"]) for job in training] == [("FAILED", "1:00"), ("COMPLETED", "10:00")]
+    finished = {record["JobId"]: record for record in cluster.finished_jobs()}
+    assert (finished[training[0]["id"]]["JobState"], finished[training[0]["id"]]["ExitCode"]) == ("FAILED", "1:0")
+    first, second = attempts(read_events(workdir / LIMITED_RUN))
+    assert first.start["slurm_job_id"] == training[0]["id"] and first.outcome == "time_limit"
+    saved = first.time_limit["step"]
+    assert 0 < saved < 2000 and first.steps[-1]["step"] == saved
+    assert first.end_time - first.start["time"] < 60  # it stopped before the minute was up
+    assert second.start["slurm_job_id"] == training[1]["id"] and second.outcome == "finished"
+    assert second.start["resume_from"] == f"checkpoint-{saved}" and second.steps[0]["step"] == saved + 1
+    log = (workdir / "logs/train_grpo/easy/bp4_n2_seed1.log").read_text()
+    assert f"resuming from {LIMITED_RUN}/checkpoint-{saved}" in log
+    # the study ends with the training table of the run that was never interrupted
+    table = pd.read_parquet(workdir / LIMITED_RUN / "train_log.parquet")
+    pd.testing.assert_frame_equal(table, pd.read_parquet(reference / LIMITED_RUN / "train_log.parquet"))
+    assert table["step"].tolist() == list(range(1, 2001))
+    # status, from the files: trained; GPU-hours of both attempts on the job's two (fake) GPUs
+    rows, _ = status([workdir / c for c in LIMITED_CONFIGS], directory=workdir)
+    benchmark = pd.read_csv(workdir / "benchmarks/train_grpo/easy/bp4_n2_seed1.tsv", sep="\t")["s"].sum()
+    assert rows.loc[0, "state"] == "trained"
+    assert rows.loc[0, "gpu_hours"] == pytest.approx(2 * ((first.end_time - first.start["time"]) + benchmark) / 3600)

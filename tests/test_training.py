@@ -185,3 +185,17 @@ def test_resume_checkpoints_roll_while_compute_points_stay(
     trainer.train()
     # Saved at 3, 5, 6 and 10 of 12 steps; the resume checkpoint of step 5 gave way to that of step 10.
     assert sorted(int(p.name.split("-")[1]) for p in tmp_path.glob("checkpoint-*")) == [3, 6, 10]
+
+
+def test_a_run_resumed_after_its_first_epoch_sees_the_problems_in_the_same_order(
+    tiny_model: str, pool: pd.DataFrame, tmp_path: Path
+) -> None:
+    # 12 problems at B_problem = 4: 3 steps per epoch, so checkpoint-6 lies two epochs into the run, and
+    # TRL's sampler must draw the two earlier epochs' shuffles again (training.ReplayShuffles)
+    point, problems = GridPoint("easy", 4, 2, 0), pool.head(12)
+    full, _ = train_run(RunSpec(tiny_model, point, spec(), Recipe(0.0, 0.0), str(tmp_path / "full")), problems)
+    run_dir = tmp_path / "resumed"
+    train_run(RunSpec(tiny_model, point, spec(), Recipe(0.0, 0.0), str(run_dir)), problems)
+    shutil.rmtree(run_dir / "checkpoint-12")
+    resumed, _ = train_run(RunSpec(tiny_model, point, spec(), Recipe(0.0, 0.0), str(run_dir)), problems)
+    pd.testing.assert_frame_equal(full, resumed)

@@ -18,7 +18,7 @@ from conftest import REPO
 from test_problems import guru_rows
 
 MICRO = ".test/config_micro/config.yaml"
-WORKFLOW_PARTS = ["Snakefile", "rules", "workflow", "config", "envs", ".test"]
+WORKFLOW_PARTS = ["Snakefile", "rules", "workflow", "config", "envs", ".test", "profiles"]
 
 
 def snakemake(workdir: Path, *args: str, configfiles: tuple[str, ...] = (MICRO,)) -> subprocess.CompletedProcess[str]:
@@ -130,7 +130,10 @@ def test_second_run_has_nothing_to_do(study: Path) -> None:
 
 @pytest.mark.slow
 def test_a_new_device_layout_reruns_no_training(study: Path) -> None:
-    layout = "training:\n  per_device_batch_max: 2\n  activation_checkpointing: true\n  resume_every_steps: 2\n"
+    layout = (
+        "training:\n  per_device_batch_max: 2\n  activation_checkpointing: true\n  resume_every_steps: 2\n"
+        "  time_limit_margin: 30\n  report_to: tensorboard\n"
+    )
     (study / "layout.yaml").write_text(layout)
     result = snakemake(study, "-n", configfiles=(MICRO, "layout.yaml"))
     assert result.returncode == 0 and "Nothing to be done" in result.stdout + result.stderr

@@ -30,6 +30,8 @@ CATALOGUE: list[tuple[str, str]] = [
     ("train/*/*/checkpoints.json", "the run's checkpoints with the compute (rollouts, tokens) at each"),
     ("train/*/*/checkpoint-*/*", "a GRPO checkpoint saved at one of the study's log-spaced compute points"),
     ("train/*/*/README.md", "TRL's model card of the run"),
+    ("train/*/*/progress.jsonl", "live progress: each attempt's start and end, every logged step (`isocompute status`)"),
+    ("train/*/*/tensorboard/*", "TensorBoard event files of the run, all attempts (`training.report_to: tensorboard`)"),
     ("evaluation/*/base_model.parquet", "the base model's avg@4, best@4, worst@4 on a validation set"),
     ("evaluation/*/base_counts.parquet", "the base model's correct samples out of 4 per validation problem (bootstrap)"),
     ("evaluation/*/*/evals.parquet", "per checkpoint: avg@4, best@4, worst@4, response tokens, compute"),

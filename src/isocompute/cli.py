@@ -1,7 +1,8 @@
-"""`isocompute fit` and `isocompute recommend`: the analysis outside the pipeline.
+"""`isocompute fit`, `recommend`, `compare`, `plan` and `status`: the analysis outside the pipeline.
 
     isocompute fit EVALS --metric avg@4 --by n --compute rollouts --out FITS.json
     isocompute recommend FITS.json --compute 1e6
+    isocompute compare RESULTS_DIR RESULTS_DIR ... --out DIR
 
 EVALS is a CSV or parquet with at least the columns `run`, `n`, `b_problem`, `step`, `compute_rollouts`,
 `compute_tokens` and the metric (`results/evaluation/evals.csv` is one). FITS.json has the schema of the
@@ -117,13 +118,28 @@ def parser() -> argparse.ArgumentParser:
     advise.add_argument("--metric", help="default: the file's headline metric")
     advise.add_argument("--json", action="store_true", help="print JSON instead of text")
     add_plan_parser(commands)
+    add_status_parser(commands)
+    side = commands.add_parser("compare", help="several studies' frontiers and n* on shared axes, from their fits")
+    side.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="results trees (each with fits/)")
+    side.add_argument("--out", required=True, help="folder for the figures")
+    side.add_argument("--metric", help="default: each file's headline metric")
     return main
 
 
 def add_plan_parser(commands: argparse._SubParsersAction) -> None:
     """`isocompute plan`: jobs and GPU-hours per rule of a dry run, to size a preset before submitting."""
     sizing = commands.add_parser("plan", help="jobs and GPU-hours per rule that the workflow would request")
+    add_workflow_arguments(sizing)
     sizing.add_argument(
+        "--pending",
+        action="store_true",
+        help="only the jobs `snakemake -n` would run now (default: the whole workflow)",
+    )
+
+
+def add_workflow_arguments(sub: argparse.ArgumentParser) -> None:
+    """The workflow a command loads, as snakemake's own options name it."""
+    sub.add_argument(
         "--configfile",
         "--configfiles",
         dest="configfiles",
@@ -132,13 +148,22 @@ def add_plan_parser(commands: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="config files overlaid on the Snakefile's own, in order (as snakemake's)",
     )
-    sizing.add_argument("--snakefile", help="default: the Snakefile of the current directory")
-    sizing.add_argument("--directory", default=".", help="working directory of the workflow (default: .)")
-    sizing.add_argument(
-        "--pending",
-        action="store_true",
-        help="only the jobs `snakemake -n` would run now (default: the whole workflow)",
-    )
+    sub.add_argument("--snakefile", help="default: the Snakefile of the current directory")
+    sub.add_argument("--directory", default=".", help="working directory of the workflow (default: .)")
+
+
+def add_status_parser(commands: argparse._SubParsersAction) -> None:
+    """`isocompute status`: every grid point's state, step, reward and GPU-hours, from the files alone."""
+    watch = commands.add_parser("status", help="where every run of the study stands, from its files")
+    add_workflow_arguments(watch)
+
+
+def status_command(args: argparse.Namespace) -> str:
+    """The study's status as a text table (imported here, like plan, to keep `fit` light)."""
+    from isocompute.status import format_status, status
+
+    table, total = status(args.configfiles, args.snakefile, args.directory)
+    return format_status(table, total)
 
 
 def plan_command(args: argparse.Namespace) -> str:
@@ -161,6 +186,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps({column: {k: v for k, v in fit.items() if k != "samples"} for column, fit in optimum.items()}, indent=2))
         elif args.command == "plan":
             print(plan_command(args))
+        elif args.command == "status":
+            print(status_command(args))
+        elif args.command == "compare":
+            from isocompute.compare import compare
+
+            for path in compare(args.results_dirs, args.out, metric=args.metric):
+                print(path)
         else:
             advice = recommend(json.loads(Path(args.fits).read_text()), args.compute, args.metric)
             print(json.dumps(advice, indent=2) if args.json else describe(advice))

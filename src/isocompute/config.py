@@ -10,7 +10,8 @@ asked), so a bad study stops before any job runs, with the key named.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib.util
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -180,19 +181,33 @@ def rollout_engine(vllm: Mapping[str, Any]) -> RolloutEngine | None:
     )
 
 
-# The `training` keys that lay a run out on devices without changing what it computes.
+# The `training` keys that lay a run out on devices and jobs without changing what it computes.
 LAUNCH_KEYS = (
     "processes",
     "per_device_batch_max",
     "activation_checkpointing",
     "accelerate_config",
     "resume_every_steps",
+    "time_limit_margin",
+    "report_to",
 )
+# The packages transformers' trackers need, for the trackers the config check knows.
+TRACKER_PACKAGES = {
+    "tensorboard": ("tensorboard", "tensorboardX"),
+    "wandb": ("wandb",),
+    "trackio": ("trackio",),
+}
 
 
 def recipe_keys(training: Mapping[str, Any]) -> dict[str, Any]:
     """The `training` block without its device layout: what a run computes, and so what reruns it."""
     return {key: value for key, value in training.items() if key not in LAUNCH_KEYS}
+
+
+def report_to(setting: str | list[str] | None) -> tuple[str, ...]:
+    """`training.report_to` (one name or a list, as TRL takes it) as a tuple of trackers; empty for none."""
+    names = [setting] if isinstance(setting, str) else list(setting or [])
+    return tuple(name for name in names if name != "none")
 
 
 def launch_spec(training: Mapping[str, Any]) -> LaunchSpec:
@@ -203,6 +218,8 @@ def launch_spec(training: Mapping[str, Any]) -> LaunchSpec:
         activation_checkpointing=bool(training["activation_checkpointing"]),
         accelerate_config=training["accelerate_config"],
         resume_every_steps=training["resume_every_steps"],
+        time_limit_margin=float(training["time_limit_margin"]),
+        report_to=report_to(training["report_to"]),
     )
 
 
@@ -221,11 +238,25 @@ def rule_resources(config: Config, rule: str) -> dict[str, Any]:
     """A rule's cluster resources: `resources.default` overridden by `resources.<rule>`, unset keys dropped.
 
     A GPU count of 0 is dropped too, so CPU rules never ask SLURM for `--gpus=0`.
+    A list of runtimes gives each attempt its own (the last repeats), so a job resubmitted after its time
+    limit can ask for more.
     """
     merged = {**config["resources"]["default"], **config["resources"].get(rule, {})}
-    return {
+    resources = {
         key: value for key, value in merged.items() if value is not None and not (key == "gpu" and value == 0)
     }
+    if isinstance(resources.get("runtime"), list):
+        resources["runtime"] = runtime_per_attempt(resources["runtime"])
+    return resources
+
+
+def runtime_per_attempt(minutes: list[int]) -> Callable[..., int]:
+    """Snakemake's resource callable for a per-attempt `runtime` list (attempts count from 1)."""
+
+    def runtime(wildcards: object, attempt: int) -> int:
+        return int(minutes[min(attempt, len(minutes)) - 1])
+
+    return runtime
 
 
 def grid_points(config: Config) -> list[GridPoint]:
@@ -337,6 +368,13 @@ def _check_devices(config: Config) -> None:
             f"training.vllm.tensor_parallel_size={vllm['tensor_parallel_size']} must divide "
             f"training.vllm.server_gpus={vllm['server_gpus']}"
         )
+    for tracker in report_to(training["report_to"]):
+        packages = TRACKER_PACKAGES.get(tracker, ())
+        if packages and not any(importlib.util.find_spec(package) for package in packages):
+            raise ConfigError(
+                f"training.report_to: {tracker} needs the package {packages[0]}, which is not installed "
+                f"(pip install {packages[0]})"
+            )
     accelerate_config = training["accelerate_config"]
     if accelerate_config and not Path(accelerate_config).is_file():
         raise ConfigError(f"training.accelerate_config: no file {accelerate_config!r}")

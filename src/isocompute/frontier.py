@@ -55,11 +55,12 @@ class Curve:
 
 
 def distinct_computes(values: Iterable[float], tolerance: float = SAME_COMPUTE_DECADES) -> np.ndarray:
-    """The distinct compute values, merging those within `tolerance` decades (geometric mean of a group)."""
+    """The distinct compute values: sorted values closer than `tolerance` decades to their neighbour form one
+    group (its geometric mean), so checkpoints of runs with different B near one target are one point."""
     logs = np.sort(np.log10([v for v in values if v > 0]))
     groups: list[list[float]] = []
     for value in logs:
-        if groups and value - groups[-1][0] < tolerance:
+        if groups and value - groups[-1][-1] < tolerance:
             groups[-1].append(value)
         else:
             groups.append([value])

@@ -37,11 +37,13 @@ class Sampler(Protocol):
 
 
 class TransformersSampler:
-    """Batched `generate` with left padding; deterministic on CPU for a given seed and batch size."""
+    """Batched `generate` with left padding, on the GPU where there is one; deterministic on CPU for a
+    given seed and batch size."""
 
     def __init__(self, model_path: str, sampling: SamplingSpec, seed: int, batch_size: int) -> None:
         self.tokenizer = AutoTokenizer.from_pretrained(model_path, padding_side="left")
-        self.model = AutoModelForCausalLM.from_pretrained(model_path).eval()
+        self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        self.model = AutoModelForCausalLM.from_pretrained(model_path).to(self.device).eval()
         self.sampling = sampling
         self.batch_size = batch_size
         self.generator_seed = seed
@@ -58,6 +60,7 @@ class TransformersSampler:
                 for p in prompts[start : start + per_batch]
             ]
             encoded = self.tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
+            encoded = encoded.to(self.device)
             with torch.no_grad():
                 output = self.model.generate(
                     **encoded,

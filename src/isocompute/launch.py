@@ -1,9 +1,11 @@
 """Running one grid point on the devices its job was given: in the job's own process, or under
 `accelerate launch` (several GPUs, DeepSpeed ZeRO) beside a `trl vllm-serve` server (TRL's server mode).
 
-The job decides once whether to resume (`training.resume_point`), writes that decision with the whole job
-to `job.json` in the run folder, and every training process reads it, so ranks never race on the run
-folder. Rank 0 writes the run's outputs, each under a temporary name and then renamed.
+The job holds the run folder's lock (`runlock`: no second trainer beside a live one of an earlier
+attempt), decides once whether to resume (`training.resume_point`) and when to stop before its SLURM
+time limit (`timelimit`), writes those decisions with the whole job to `job.json` in the run folder, and
+every training process reads it, so ranks never race on the run folder. Each attempt is recorded in the
+run's progress file. Rank 0 writes the run's outputs, each under a temporary name and then renamed.
 
 Run as `python -m isocompute.launch JOB.json`: the entry point `accelerate launch` starts on every rank.
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -24,9 +27,12 @@ import pandas as pd
 import torch
 from accelerate import PartialState
 
-from isocompute.grid import GridPoint
+from isocompute import runlock
+from isocompute.grid import GridPoint, total_steps
+from isocompute.progress import append_event, attempts, read_events, start_attempt
 from isocompute.specs import LaunchSpec, Recipe, RolloutEngine, SamplingSpec, TrainingSpec
-from isocompute.training import RunSpec, fit, resume_point, run_settings, train_run, write_outputs
+from isocompute.timelimit import TimeLimitReached
+from isocompute.training import RunSpec, fit, resume_point, run_settings, write_outputs
 
 JOB_FILE = "job.json"
 
@@ -58,16 +64,21 @@ def job_from_dict(data: dict[str, Any]) -> TrainingJob:
             "point": GridPoint(**run["point"]),
             "spec": TrainingSpec(**spec),
             "recipe": Recipe(**run["recipe"]),
-            "launch": LaunchSpec(**run["launch"]),
+            "launch": LaunchSpec(**{**run["launch"], "report_to": tuple(run["launch"]["report_to"])}),
         }
     )
     return TrainingJob(**{**data, "run": rebuilt})
 
 
 def needs_launcher(run: RunSpec) -> bool:
-    """Several training processes, or a vLLM server beside them, need `accelerate launch`."""
+    """Several training processes, an accelerate config (DeepSpeed ZeRO, FSDP: also on one process), or
+    a vLLM server beside them need `accelerate launch`."""
     engine = run.spec.rollout_engine
-    return run.launch.processes > 1 or (engine is not None and engine.own_gpus > 0)
+    return (
+        run.launch.processes > 1
+        or run.launch.accelerate_config is not None
+        or (engine is not None and engine.own_gpus > 0)
+    )
 
 
 def split_devices(devices: list[str], processes: int, server_gpus: int) -> tuple[list[str], list[str]]:
@@ -132,17 +143,47 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def run_job(job: TrainingJob) -> None:
-    """Train the job's grid point and write its outputs, launching processes and a server as needed."""
+def run_job(job: TrainingJob, deadline: float | None = None) -> None:
+    """Train the job's grid point and write its outputs, launching processes and a server as needed.
+
+    `deadline` is the job's time limit (seconds since the epoch; `timelimit.slurm_deadline`): before it the
+    run saves and `TimeLimitReached` is raised. Raises `runlock.TrainerAlive` while a trainer of an earlier
+    attempt still writes the run folder.
+    """
     run = job.run
     problems = pd.read_parquet(job.train_path)
-    if not needs_launcher(run):
-        write_outputs(*train_run(run, problems), job.log_table, job.checkpoints)
-        return
-    resume = resume_point(run.run_dir, run_settings(run, problems))
+    with runlock.TrainerLock(run.run_dir):
+        resume = resume_point(run.run_dir, run_settings(run, problems))
+        steps = total_steps(run.point.batch, run.spec.compute_max)
+        gpus = len(visible_devices())
+        start_attempt(run.run_dir, gpus, resume, steps, run.point.batch, os.environ.get("SLURM_JOB_ID"))
+        outcome = "failed"
+        try:
+            if needs_launcher(run):
+                _launch(job, resume, deadline)
+            else:
+                write_outputs(*fit(run, problems, resume, deadline=deadline), job.log_table, job.checkpoints)
+            outcome = "finished"
+        except TimeLimitReached:
+            outcome = "time_limit"
+            raise
+        except subprocess.CalledProcessError:
+            stopped = attempts(read_events(run.run_dir))[-1].time_limit
+            if stopped is None:
+                raise
+            outcome = "time_limit"
+            raise TimeLimitReached.saved(run.run_dir, stopped["step"], steps) from None
+        finally:
+            append_event(run.run_dir, "end", outcome=outcome)
+
+
+def _launch(job: TrainingJob, resume: str | None, deadline: float | None) -> None:
+    """The run under `accelerate launch`, beside a vLLM server in TRL's server mode."""
+    run = job.run
     ports = (free_port(), free_port())
     job_file = Path(run.run_dir) / JOB_FILE
-    job_file.write_text(json.dumps({"job": job_to_dict(job), "resume": resume, "ports": ports}, indent=2))
+    saved = {"job": job_to_dict(job), "resume": resume, "ports": ports, "deadline": deadline}
+    job_file.write_text(json.dumps(saved, indent=2))
     engine = run.spec.rollout_engine
     server_gpus = engine.own_gpus if engine is not None else 0
     on_gpu = torch.cuda.is_available()
@@ -172,11 +213,16 @@ def run_job(job: TrainingJob) -> None:
 def main(job_file: str) -> None:
     """One rank of a launched run: train its share from the job's resume point; rank 0 writes outputs."""
     torch.set_num_threads(1)
+    logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     saved = json.loads(Path(job_file).read_text())
     job = job_from_dict(saved["job"])
-    table, manifest = fit(job.run, pd.read_parquet(job.train_path), saved["resume"], tuple(saved["ports"]))
+    lock = runlock.join(job.run.run_dir)  # shared with the job: no later attempt starts while this rank lives
+    table, manifest = fit(
+        job.run, pd.read_parquet(job.train_path), saved["resume"], tuple(saved["ports"]), saved["deadline"]
+    )
     if PartialState().is_main_process:
         write_outputs(table, manifest, job.log_table, job.checkpoints)
+    lock.close()
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ they are listed but counted at 0 GPU-hours whatever their resources say.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,23 @@ def dry_run_jobs(
     run now instead. Config files and the Snakefile are resolved against the caller's directory, as
     `snakemake --directory` does, before Snakemake changes into `directory`.
     """
+    with loaded_workflow(configfiles, snakefile, directory) as workflow_api:
+        dag_api = workflow_api.dag(DAGSettings(forceall=not pending_only))
+        dag_api.execute_workflow(executor="dryrun")
+        workflow = _workflow_of(workflow_api)
+        return [_job_request(job, workflow) for job in _toposorted_jobs(workflow.dag)]
+
+
+@contextmanager
+def loaded_workflow(
+    configfiles: Sequence[str | Path] = (),
+    snakefile: str | Path | None = None,
+    directory: str | Path = ".",
+) -> Iterator[Any]:
+    """Snakemake's `WorkflowApi` for the workflow with these config files, as `snakemake` would load it.
+
+    Errors the user can fix (a bad config, a missing file, Snakemake's own) become `PlanError`.
+    """
     missing = [str(path) for path in configfiles if not Path(path).is_file()]
     if missing:
         raise PlanError(f"config file(s) not found: {', '.join(missing)}")
@@ -84,18 +102,26 @@ def dry_run_jobs(
         # Quiet, and no log file: the plan is the only output, and a plan leaves no trace in .snakemake/log.
         output = OutputSettings(quiet={Quietness.ALL}, enable_file_logging=False)
         with SnakemakeApi(output) as api:
-            workflow_api = api.workflow(
+            yield api.workflow(
                 resource_settings=ResourceSettings(),
                 config_settings=ConfigSettings(configfiles=[Path(path) for path in configfiles]),
                 snakefile=Path(snakefile) if snakefile is not None else None,
                 workdir=Path(directory),
             )
-            dag_api = workflow_api.dag(DAGSettings(forceall=not pending_only))
-            dag_api.execute_workflow(executor="dryrun")
-            workflow = _workflow_of(workflow_api)
-            return [_job_request(job, workflow) for job in _toposorted_jobs(workflow.dag)]
     except USER_ERRORS as error:
         raise PlanError(_message(error)) from error
+
+
+def loaded_config(
+    configfiles: Sequence[str | Path] = (),
+    snakefile: str | Path | None = None,
+    directory: str | Path = ".",
+) -> dict[str, Any]:
+    """The config a run of the workflow sees: the Snakefile's own with the config files overlaid, after the
+    workflow's own checks (`rules/common.smk`) passed."""
+    with loaded_workflow(configfiles, snakefile, directory) as workflow_api:
+        # Reading `_workflow` parses the Snakefile (Snakemake 9.27 has no public accessor for its config).
+        return dict(workflow_api._workflow.config)
 
 
 def summarize(jobs: Iterable[JobRequest]) -> pd.DataFrame:

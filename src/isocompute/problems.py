@@ -19,10 +19,10 @@ import pandas as pd
 from datasets import load_dataset
 
 from isocompute.answers import answer_parses
+from isocompute.inputs import GURU_COLUMNS, LOCAL_FORMATS
+from isocompute.inputs import PROBLEM_COLUMNS as COLUMNS
 
-COLUMNS = ("id", "prompt", "answer")
 SCHEMAS = ("problem_table", "guru")
-_LOCAL_FORMATS = {".parquet": "parquet", ".json": "json", ".jsonl": "json", ".csv": "csv"}
 
 
 class ProblemTableError(ValueError):
@@ -64,8 +64,8 @@ class ImportedTable:
 def read_source(path_or_id: str, split: str = "train", data_files: str | None = None) -> pd.DataFrame:
     """A local file or a hub dataset (optionally one of its files) through `datasets`, as a DataFrame."""
     suffix = Path(path_or_id).suffix.lower()
-    if Path(path_or_id).exists() and suffix in _LOCAL_FORMATS:
-        dataset = load_dataset(_LOCAL_FORMATS[suffix], data_files=str(path_or_id), split="train")
+    if Path(path_or_id).exists() and suffix in LOCAL_FORMATS:
+        dataset = load_dataset(LOCAL_FORMATS[suffix], data_files=str(path_or_id), split="train")
     else:
         dataset = load_dataset(path_or_id, split=split, data_files=data_files)
     return dataset.to_pandas()
@@ -100,7 +100,7 @@ def load_problem_table(
 
 
 def _from_guru(raw: pd.DataFrame, source: str, checker: str) -> ImportedTable:
-    missing = [c for c in ("data_source", "prompt", "reward_model") if c not in raw.columns]
+    missing = [c for c in GURU_COLUMNS if c not in raw.columns]
     if missing:
         raise ProblemTableError(f"{source}: missing Guru column(s) {missing}")
     width = len(str(max(len(raw) - 1, 0)))

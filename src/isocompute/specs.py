@@ -84,12 +84,14 @@ class RolloutEngine:
 
 @dataclass(frozen=True)
 class LaunchSpec:
-    """How one run is laid out on devices; none of it changes what a run computes, so a run resumes
-    across a change of GPU count.
+    """How one run is laid out on devices and jobs; none of it changes what a run computes, so a run
+    resumes across a change of GPU count.
 
     `processes` > 1 (or a vLLM server) runs the training under `accelerate launch`, with the accelerate
     config file `accelerate_config` (DeepSpeed ZeRO, FSDP) where set. `resume_every_steps` adds a rolling
     checkpoint so that a job stopped between two compute points loses at most that many steps.
+    `time_limit_margin` is the seconds kept free before a SLURM job's time limit beyond one step and one
+    save; `report_to` the experiment trackers (TRL's `report_to`; empty: none).
     """
 
     processes: int
@@ -97,6 +99,8 @@ class LaunchSpec:
     activation_checkpointing: bool
     accelerate_config: str | None
     resume_every_steps: int | None = None
+    time_limit_margin: float = 120.0
+    report_to: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

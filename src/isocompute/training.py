@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -28,15 +29,20 @@ import pandas as pd
 import torch
 from datasets import Dataset
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
-from transformers.trainer_utils import get_last_checkpoint
 from trl import GRPOConfig, GRPOTrainer
 
 from isocompute.answers import reward_function
+from isocompute.checkpoints import last_good_checkpoint
 from isocompute.grid import GridPoint, batch_split, checkpoint_steps, learning_rate, total_steps
 from isocompute.problems import write_table
+from isocompute.progress import append_event
 from isocompute.prompts import trl_prompt
 from isocompute.selective_grpo import LossSelection, SelectiveGRPOTrainer
 from isocompute.specs import LaunchSpec, Recipe, RolloutEngine, TrainingSpec
+from isocompute.timelimit import StopBeforeTimeLimit, TimeLimitReached
+from isocompute.tracking import TrackedRunConfig, tracked_run_id, tracked_run_name, tracking_environment
+
+LOG = logging.getLogger(__name__)
 
 RUN_SETTINGS = "run_settings.json"
 # TRL's own defaults for the vLLM server's HTTP port and its weight-sync group port; a launched run
@@ -120,7 +126,8 @@ def grpo_args(
         seed=point.seed,
         logging_steps=1,
         save_strategy="no",
-        report_to="none",
+        report_to=list(launch.report_to) or "none",
+        run_name=tracked_run_name(point.problem_set, point.run),
         disable_tqdm=True,
         use_cpu=not on_gpu,
         bf16=on_gpu and torch.cuda.is_bf16_supported(),
@@ -181,6 +188,69 @@ class SaveAtComputePoints(TrainerCallback):
                 shutil.rmtree(old)
 
 
+class ReplayShuffles(TrainerCallback):
+    """Puts the order of the training problems where an uninterrupted run would have it, on resume.
+
+    TRL's `RepeatSampler` shuffles the problems once per epoch from a generator of its own, seeded when
+    the trainer is built and not saved in checkpoints; transformers fast-forwards only the batches of the
+    current epoch. A run resumed after its first epoch would therefore see the problems in another order
+    than the uninterrupted run (measured: the training tables part 1 step after resuming at step 203 of a
+    60-problem set, 15 steps per epoch). Drawing the earlier epochs' permutations again restores it.
+    """
+
+    def on_train_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **kwargs: object
+    ) -> None:
+        epochs = int(state.epoch or 0) if state.global_step else 0
+        sampler = _shuffling_sampler(kwargs.get("train_dataloader"))
+        if sampler is None or not epochs:
+            return
+        for _ in range(epochs):  # RepeatSampler.__iter__ draws one permutation per epoch
+            torch.randperm(sampler.num_samples, generator=sampler.generator)
+
+
+def _shuffling_sampler(loader: object) -> Any:
+    """The sampler with its own shuffling generator behind a (possibly accelerate-wrapped) data loader."""
+    todo, seen = [loader], set()
+    while todo:
+        current = todo.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        shuffles = isinstance(getattr(current, "generator", None), torch.Generator)
+        if shuffles and hasattr(current, "num_samples"):
+            return current
+        todo += [getattr(current, name, None) for name in ("batch_sampler", "sampler")]
+    return None
+
+
+class ProgressLog(TrainerCallback):
+    """Appends a `step` event to the run's progress file for every logged optimizer step (rank 0 only)."""
+
+    def __init__(self, run_dir: str | Path, batch: int) -> None:
+        self.run_dir = run_dir
+        self.batch = batch
+
+    def on_log(
+        self,
+        args: TrainingArguments,
+        state: TrainerState,
+        control: TrainerControl,
+        logs: dict[str, float] | None = None,
+        **_: object,
+    ) -> None:
+        if not state.is_world_process_zero or not logs or "reward" not in logs:
+            return
+        append_event(
+            self.run_dir,
+            "step",
+            step=state.global_step,
+            max_steps=state.max_steps,
+            reward=logs["reward"],
+            compute_rollouts=state.global_step * self.batch,
+        )
+
+
 def build_trainer(
     model_path: str,
     train_problems: pd.DataFrame,
@@ -189,6 +259,7 @@ def build_trainer(
     reward_func: Callable[..., list[float]],
     chat_template: bool = False,
     resume_every: int | None = None,
+    callbacks: Sequence[TrainerCallback] = (),
     selection: LossSelection | None = None,
 ) -> GRPOTrainer:
     """A `GRPOTrainer` on the problem table's `prompt` and `answer` columns; with a `selection`, the
@@ -207,7 +278,7 @@ def build_trainer(
         reward_funcs=reward_func,
         args=args,
         train_dataset=dataset,
-        callbacks=[SaveAtComputePoints(save_steps, resume_every)],
+        callbacks=[SaveAtComputePoints(save_steps, resume_every), *callbacks],
     )
 
 
@@ -235,11 +306,14 @@ def run_settings(run: RunSpec, train_problems: pd.DataFrame) -> dict[str, object
 
 
 def resume_point(run_dir: str | Path, settings: dict[str, object]) -> str | None:
-    """The last checkpoint when the run's settings are unchanged; otherwise clear old checkpoints."""
+    """The last whole checkpoint when the run's settings are unchanged (logged: the job's log names it);
+    otherwise clear old checkpoints. Incomplete checkpoints (a job killed while saving) are passed over."""
     run_dir = Path(run_dir)
     settings_file = run_dir / RUN_SETTINGS
     if settings_file.exists() and json.loads(settings_file.read_text()) == settings:
-        return get_last_checkpoint(str(run_dir)) if run_dir.exists() else None
+        resume = last_good_checkpoint(run_dir)
+        LOG.info("%s: %s", run_dir, f"resuming from {resume}" if resume else "no checkpoint yet, starting")
+        return resume
     for old in run_dir.glob("checkpoint-*"):
         shutil.rmtree(old)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -260,10 +334,12 @@ def training_table(log_history: list[dict[str, float]], batch: int) -> pd.DataFr
     return table
 
 
-def train_run(run: RunSpec, train_problems: pd.DataFrame) -> tuple[pd.DataFrame, list[dict[str, object]]]:
+def train_run(
+    run: RunSpec, train_problems: pd.DataFrame, deadline: float | None = None
+) -> tuple[pd.DataFrame, list[dict[str, object]]]:
     """Train one grid point in this process; return its per-step table and the manifest of its checkpoints."""
     resume = resume_point(run.run_dir, run_settings(run, train_problems))
-    return fit(run, train_problems, resume)
+    return fit(run, train_problems, resume, deadline=deadline)
 
 
 def fit(
@@ -271,22 +347,39 @@ def fit(
     train_problems: pd.DataFrame,
     resume: str | None,
     ports: tuple[int, int] = TRL_VLLM_PORTS,
+    deadline: float | None = None,
 ) -> tuple[pd.DataFrame, list[dict[str, object]]]:
-    """The training itself, from `resume` (a checkpoint path) or from the start, on this process's share."""
+    """The training itself, from `resume` (a checkpoint path) or from the start, on this process's share.
+
+    With a `deadline` (the job's time limit, seconds since the epoch) it saves and raises
+    `TimeLimitReached` when the rest of the run would not fit before it.
+    """
     point, spec = run.point, run.spec
     save_steps = checkpoint_steps(point.batch, spec.compute_min, spec.compute_max, spec.checkpoint_points)
     args = grpo_args(point, spec, run.recipe, run.run_dir, run.launch, ports)
-    trainer = build_trainer(
-        run.model_path,
-        train_problems,
-        args,
-        save_steps,
-        reward_function(run.checker),
-        spec.sampling.chat_template,
-        run.launch.resume_every_steps,
-        selection=loss_selection(run),
-    )
-    trainer.train(resume_from_checkpoint=resume)
+    stop = StopBeforeTimeLimit(deadline, run.launch.time_limit_margin)
+    tracked_run = tracked_run_id(run.run_dir, run_settings(run, train_problems))
+    with tracking_environment(run.launch.report_to, run.run_dir, tracked_run):
+        trainer = build_trainer(
+            run.model_path,
+            train_problems,
+            args,
+            save_steps,
+            reward_function(run.checker),
+            spec.sampling.chat_template,
+            run.launch.resume_every_steps,
+            callbacks=[ReplayShuffles(), ProgressLog(run.run_dir, point.batch), stop],
+            selection=loss_selection(run),
+        )
+        if run.launch.report_to:
+            config = {"grid_point": dataclasses.asdict(point), "recipe": dataclasses.asdict(run.recipe)}
+            trainer.add_callback(TrackedRunConfig(config, trainer.callback_handler.callbacks))
+        trainer.train(resume_from_checkpoint=resume)
+    if stop.stopped_at is not None:
+        if trainer.is_world_process_zero():
+            checkpoint = f"checkpoint-{stop.stopped_at}"
+            append_event(run.run_dir, "time_limit", step=stop.stopped_at, checkpoint=checkpoint)
+        raise TimeLimitReached.saved(run.run_dir, stop.stopped_at, args.max_steps)
     table = training_table(trainer.state.log_history, point.batch)
     by_step = table.set_index("step")
     manifest = [

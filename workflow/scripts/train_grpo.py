@@ -1,11 +1,18 @@
-"""Train one grid point with TRL's GRPOTrainer, under `accelerate launch` where it spans GPUs (rule train_grpo)."""
+"""Train one grid point with TRL's GRPOTrainer, under `accelerate launch` where it spans GPUs (rule train_grpo).
+
+A job that stops before its SLURM time limit, or that finds a trainer of an earlier attempt still alive,
+says so in its log and exits non-zero: Snakemake's retry resubmits it, and it resumes.
+"""
 
 import logging
+import sys
 
 import pandas as pd
 
 from isocompute.config import launch_spec, recipe_spec, training_spec
 from isocompute.launch import TrainingJob, run_job
+from isocompute.runlock import TrainerAlive
+from isocompute.timelimit import TimeLimitReached, slurm_deadline
 from isocompute.training import RunSpec
 from isocompute.workflow import base_model_of, start_job
 
@@ -22,6 +29,10 @@ run = RunSpec(
     launch=launch_spec(snakemake.config["training"]),  # not a param: a new layout reruns nothing
 )
 job = TrainingJob(run, snakemake.input.train, snakemake.output.log_table, snakemake.output.checkpoints)
-run_job(job)
+try:
+    run_job(job, slurm_deadline())
+except (TimeLimitReached, TrainerAlive) as stop:
+    logging.warning("%s", stop)
+    sys.exit(1)
 table = pd.read_parquet(job.log_table)
 logging.info("%s: %d steps, final train reward %.3f", point.run, len(table), table["reward"].iloc[-1])
