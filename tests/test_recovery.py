@@ -63,7 +63,7 @@ def test_the_frontier_never_names_a_curve_outside_its_measured_range(fits: dict)
 def test_recommend_reads_a_law_or_the_measured_frontier_and_refuses_beyond_without_a_law(fits: dict) -> None:
     def wrapped(fit: dict) -> dict:
         return {"headline": {"metric": "avg@4", "compute": "compute_rollouts"}, "study": {"fixed": {"b_problem": 32}},
-                "recipe": {"lr_base": 1e-6, "lr_batch_ref": 1024}, "fits": {"avg@4": {"compute_rollouts": fit}}}  # fmt: skip
+                "recipe": {"lr_rule": "sqrt", "lr_base": 1e-6, "lr_batch_ref": 1024}, "fits": {"avg@4": {"compute_rollouts": fit}}}  # fmt: skip
 
     law = recommend(wrapped(fits[("paper_easy_law", 0)]), 3e7)
     assert law["n_source"] == "law of n*" and law["warnings"] and "within a factor 2" in law["checked"]
