@@ -8,6 +8,8 @@ study_config.validate_config(
     config, workflow.source_path("../workflow/schemas/config.schema.yaml")
 )
 GRID = study_config.check_config(config)
+# Every problem set by name, resolved (a size sweep's sizes apart, a mixture's parts, default recipes).
+PROBLEM_SETS = study_config.problem_sets(config)
 # A problem table or base model that later jobs could not use stops the study here, before any job.
 inputs.check_inputs(config)
 STUDIES = study_config.studies_of(config, GRID)
@@ -41,7 +43,8 @@ def one_of(names):
 
 
 wildcard_constraints:
-    problem_set="|".join(config["problem_sets"]),
+    problem_set=one_of(PROBLEM_SETS),
+    k=r"\d+",
     run=one_of(point.run for point in GRID),
     shard=r"\d+",
     study=r"bp\d+|batch\d+|joint",
@@ -75,6 +78,19 @@ def get_problem_pool():
 def get_base_model_input():
     """A file dependency only when the pipeline builds the model itself."""
     return [] if config["base_model"]["pretrained"] else ["results/base_model/model"]
+
+
+def get_problem_set_inputs(wildcards):
+    """The pool and bucketing, and the staged pass@k tables a pass_at set (or mixture with one) reads."""
+    build = PROBLEM_SETS[wildcards.problem_set]["build"]
+    return {
+        "pool": get_problem_pool(),
+        "difficulty": "results/difficulty/problem_difficulty.parquet",
+        "pass_at": [
+            f"results/difficulty/pass_at{k}.parquet"
+            for k in study_config.pass_at_ks(build)
+        ],
+    }
 
 
 def get_difficulty_shards():

@@ -18,7 +18,7 @@ rule score_difficulty:
         **study_config.rule_resources(config, "score_difficulty"),
     params:
         pretrained=config["base_model"]["pretrained"],
-        difficulty=config["difficulty"],
+        difficulty={key: config["difficulty"][key] for key in ("samples", "shards")},
         sampling=config["sampling"],
         generation=config["generation"],
         checker=config["problems"]["checker"],

@@ -53,7 +53,21 @@ def test_default_config_is_valid() -> None:
             r"grid\[0\]: b_problem=16 \* n=10000 = 160000 exceeds problem_sets\.easy\.max_batch",
         ),
         ("grid.0.problem_sets", ["medium"], r"grid\[0\]\.problem_sets names 'medium'"),
-        ("problems.synthetic_addition.size", 900, r"problems\.synthetic_addition\.size=900 is smaller than"),
+        (
+            "problems.synthetic_addition.size",
+            900,
+            r"problem_sets\.easy: train size 2000 exceeds the 720 problems of problems\.synthetic_addition\.size=900",
+        ),
+        ("problem_sets.mixed", {"mix": {"easy": 0.7, "hard": 0.2}, "train_size": 400, "val_size": 100},
+         r"problem_sets\.mixed\.mix: the shares sum to 0\.9, not 1"),
+        ("problem_sets.mixed", {"mix": {"easy": 0.5, "medium": 0.5}, "train_size": 400, "val_size": 100},
+         r"problem_sets\.mixed\.mix names 'medium', which is not a problem set"),
+        ("problem_sets.xhard", {"pass_at": {"k": 8, "max": 0}, "train_size": 400, "val_size": 100},
+         r"problem_sets\.xhard\.pass_at\.k=8 must exceed difficulty\.samples=16"),
+        ("problem_sets.medium", {"avg_range": [0.1, 0.3], "train_size": 400, "val_size": 100},
+         r"problem_sets\.medium\.recipe is required"),
+        ("problem_sets.small", {"avg_range": [0.1, 0.3], "sizes": [100, 400], "val_size": 100, "recipe": "kl_entropy",
+                                "max_batch": 4096}, r"train size 100 of problem_sets\.small\.sizes \(set small_size100\)"),
         (
             "problem_sets.easy.recipe",
             "missing",
@@ -293,3 +307,33 @@ def test_an_ablation_may_not_take_a_scaling_studys_name() -> None:
     config["grid"], config["ablations"] = [], {}
     with pytest.raises(ConfigError, match="grid and ablations ask for no run"):
         check_config(config)
+
+
+def test_data_ablation_sets_resolve_to_their_own_definitions() -> None:
+    config = copy.deepcopy(DEFAULT)
+    config["problem_sets"].update(
+        {
+            "xhard": {"pass_at": {"k": 128, "max": 0}, "train_size": 300, "val_size": 100},
+            "mix_70_30": {"mix": {"easy": 0.7, "hard": 0.3}, "train_size": 500, "val_size": 300},
+            "easy_sweep": {"avg_range": [0.3, 0.6], "sizes": [250, 1000], "val_size": 300, "recipe": "kl_entropy",
+                           "max_batch": 65536},  # fmt: skip
+        }
+    )
+    config["grid"] = [{"problem_sets": ["xhard", "mix_70_30", "easy_sweep"], "b_problem": [16], "n": [4, 8], "seeds": [0]}]
+    config["studies"] = {"fixed_b_problem": [16], "fixed_batch": [], "joint": False}
+    points = check_config(config)
+    sets = config_module.problem_sets(config)
+    assert {"easy_sweep_size250", "easy_sweep_size1000"} <= set(sets) and "easy_sweep" not in sets
+    assert {p.problem_set for p in points} == {"xhard", "mix_70_30", "easy_sweep_size250", "easy_sweep_size1000"}
+    # Mixtures and the extremely hard set take the Hard recipe and batch limit.
+    assert sets["xhard"]["recipe"] == sets["mix_70_30"]["recipe"] == "unregularized"
+    assert recipe_name(config, GridPoint("mix_70_30", 16, 4, 0)) == "unregularized"
+    assert sets["mix_70_30"]["build"]["parts"] == [
+        {"avg_range": [0.3, 0.6], "share": 0.7},
+        {"avg_range": [0.0, 0.0625], "share": 0.3},
+    ]
+    assert config_module.pass_at_ks(sets["xhard"]["build"]) == [128]
+    # Adding a set changes no other set's build, nor any run's params.
+    before = config_module.problem_sets(DEFAULT)
+    assert all(sets[name]["build"] == before[name]["build"] for name in before)
+    assert run_params(config, GridPoint("easy", 16, 8, 0)) == run_params(DEFAULT, GridPoint("easy", 16, 8, 0))

@@ -62,13 +62,14 @@ def test_every_stage_leaves_its_artifacts(study: Path) -> None:
     assert len(difficulty) == 400 and (difficulty["n_samples"] == 16).all()
     assert len(list((results / "difficulty/shards").glob("*.parquet"))) == 2
 
-    ids = []
+    trains, vals = set(), set()
     for name, (train_size, val_size) in {"easy": (60, 40), "hard": (30, 20)}.items():
         train = pd.read_parquet(results / f"problem_sets/{name}/train.parquet")
         val = pd.read_parquet(results / f"problem_sets/{name}/val.parquet")
         assert (len(train), len(val)) == (train_size, val_size)
-        ids += train["id"].tolist() + val["id"].tolist()
-    assert len(ids) == len(set(ids))
+        trains |= set(train["id"])
+        vals |= set(val["id"])
+    assert not trains & vals  # no training problem of any set is a validation problem of any set
 
     for (b_problem, n), steps in {(4, 2): [2, 3, 5, 8], (4, 4): [1, 2, 3, 4], (1, 8): [2, 3, 5, 8]}.items():
         run = results / f"train/easy/bp{b_problem}_n{n}_seed0"

@@ -22,6 +22,7 @@ from isocompute.ablations import Ablation, configured_ablations
 from isocompute.grid import GridError, GridPoint, LearningRate, batch_split, expand_grid
 from isocompute.specs import (
     BaseModelSpec,
+    Bucket,
     FigureStyle,
     LaunchSpec,
     ProblemSetSpec,
@@ -74,18 +75,86 @@ def base_model_spec(config: Config) -> BaseModelSpec:
     )
 
 
-def problem_set_specs(config: Config) -> list[ProblemSetSpec]:
-    return [
-        ProblemSetSpec(
-            name, float(s["avg_range"][0]), float(s["avg_range"][1]), s["train_size"], s["val_size"]
-        )
-        for name, s in config["problem_sets"].items()
-    ]
+# The keys that say which problems a set holds: one bucket, a staged pass@k bucket, or a mixture.
+SELECTIONS = ("avg_range", "pass_at", "mix")
+# The set whose recipe and max_batch a mixture or a pass@k set takes where it names none (the paper: the
+# Hard recipe).
+HARD_SET = "hard"
+
+
+def problem_sets(config: Config) -> dict[str, dict[str, Any]]:
+    """Every problem set the config defines, resolved to plain values, by name.
+
+    A set with `sizes` (a size sweep) becomes one set per size, `<name>_size<S>`, sharing the validation
+    set. A mixture's parts are its components' selections with their shares; a mixture or a pass@k set
+    without `recipe` or `max_batch` takes those of the `hard` set. Each entry's `build` holds exactly what
+    decides the set's problems, so a set's build reruns only when its own definition changes.
+    """
+    sets = config["problem_sets"]
+    resolved: dict[str, dict[str, Any]] = {}
+    for name, spec in sets.items():
+        key = f"problem_sets.{name}"
+        if "mix" in spec:
+            total = sum(spec["mix"].values())
+            if abs(total - 1.0) > 1e-6:
+                raise ConfigError(f"{key}.mix: the shares sum to {total:g}, not 1")
+            parts = []
+            for component, share in spec["mix"].items():
+                other = sets.get(component)
+                if other is None or "mix" in other:
+                    raise ConfigError(
+                        f"{key}.mix names {component!r}, which is not a problem set with avg_range or pass_at"
+                    )
+                parts.append({**_selection(other), "share": float(share)})
+        else:
+            parts = [{**_selection(spec), "share": 1.0}]
+        settings = {"recipe": spec.get("recipe"), "max_batch": spec.get("max_batch")}
+        for field in ("recipe", "max_batch"):
+            if settings[field] is None:
+                hard = sets.get(HARD_SET, {})
+                if "avg_range" in spec or hard.get(field) is None:
+                    raise ConfigError(f"{key}.{field} is required (a mixture or pass_at set takes the {HARD_SET} set's)")
+                settings[field] = hard[field]
+        sizes = [(name, spec["train_size"], key)] if "train_size" in spec else [
+            (f"{name}_size{size}", size, f"{key}.sizes") for size in spec["sizes"]]  # fmt: skip
+        for set_name, size, set_key in sizes:
+            if set_name in resolved or (set_name != name and set_name in sets):
+                raise ConfigError(f"{set_key}: the set name {set_name!r} is taken by another problem set")
+            resolved[set_name] = {
+                **settings,
+                "sweep": name if "sizes" in spec else None,
+                "build": {"key": set_key, "parts": parts, "train_size": int(size), "val_size": int(spec["val_size"])},
+            }
+    return resolved
+
+
+def _selection(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """A set's bucket as plain values: its avg_range or its pass_at."""
+    if "pass_at" in spec:
+        return {"pass_at": {"k": int(spec["pass_at"]["k"]), "max": float(spec["pass_at"]["max"])}}
+    return {"avg_range": [float(v) for v in spec["avg_range"]]}
+
+
+def pass_at_ks(build: Mapping[str, Any]) -> list[int]:
+    """The staged pass@k tables a set's build reads."""
+    return sorted({part["pass_at"]["k"] for part in build["parts"] if "pass_at" in part})
+
+
+def problem_set_spec(name: str, build: Mapping[str, Any]) -> ProblemSetSpec:
+    """From a resolved set's `build` (`problem_sets`)."""
+    parts = []
+    for part in build["parts"]:
+        if "pass_at" in part:
+            bucket = Bucket(pass_k=int(part["pass_at"]["k"]), pass_max=float(part["pass_at"]["max"]))
+        else:
+            bucket = Bucket(low=float(part["avg_range"][0]), high=float(part["avg_range"][1]))
+        parts.append((bucket, float(part["share"])))
+    return ProblemSetSpec(name, tuple(parts), int(build["train_size"]), int(build["val_size"]), build["key"])
 
 
 def recipe_name(config: Config, point: GridPoint) -> str:
     """The run's recipe: its own where the grid names one, else its problem set's."""
-    return point.recipe or config["problem_sets"][point.problem_set]["recipe"]
+    return point.recipe or problem_sets(config)[point.problem_set]["recipe"]
 
 
 def recipe_params(config: Config, point: GridPoint) -> dict[str, Any]:
@@ -269,11 +338,20 @@ def grid_points(config: Config) -> list[GridPoint]:
 
 def expand_blocks(config: Config, blocks: list[Mapping[str, Any]], key: str) -> list[GridPoint]:
     """One list of grid blocks, with the problem sets' own recipes and the default learning rate."""
-    sets = config["problem_sets"]
+    sets = problem_sets(config)
+    sweeps: dict[str, list[str]] = {}
+    for name, settings in sets.items():
+        if settings["sweep"]:
+            sweeps.setdefault(settings["sweep"], []).append(name)
     for index, block in enumerate(blocks):
         for recipe in block.get("recipes", []):
             if recipe not in config["recipes"]:
                 raise ConfigError(f"{key}[{index}].recipes names {recipe!r}, not a key of recipes")
+    # A size sweep named in a block stands for each of its sizes.
+    blocks = [
+        {**block, "problem_sets": [s for name in block["problem_sets"] for s in sweeps.get(name, [name])]}
+        for block in blocks
+    ]
     try:
         return expand_grid(
             blocks,
@@ -299,12 +377,16 @@ def check_config(config: Config) -> list[GridPoint]:
             )
         if task["min_digits"] > task["max_digits"]:
             raise ConfigError("problems.synthetic_addition.min_digits exceeds max_digits")
-        wanted = sum(s["train_size"] + s["val_size"] for s in config["problem_sets"].values())
-        if task["size"] < wanted:
-            raise ConfigError(
-                f"problems.synthetic_addition.size={task['size']} is smaller than the {wanted} problems that "
-                f"problem_sets.*.train_size + val_size ask for: no bucket could be large enough"
-            )
+        share = config["difficulty"]["validation_share"]
+        for settings in problem_sets(config).values():
+            build = settings["build"]
+            for part, size, room in (("train", build["train_size"], 1 - share), ("val", build["val_size"], share)):
+                if size > room * task["size"]:
+                    raise ConfigError(
+                        f"{build['key']}: {part} size {size} exceeds the {room * task['size']:.0f} problems of "
+                        f"problems.synthetic_addition.size={task['size']} that difficulty.validation_share={share} "
+                        f"leaves for {part}: no bucket could be large enough"
+                    )
     model = config["base_model"]
     if not model.get("pretrained"):
         if "builtin" not in model:
@@ -319,15 +401,23 @@ def check_config(config: Config) -> list[GridPoint]:
                 "base_model.builtin: num_heads must divide hidden_size and num_kv_heads num_heads"
             )
     for name, spec in config["problem_sets"].items():
-        low, high = spec["avg_range"]
-        if low > high:
-            raise ConfigError(f"problem_sets.{name}.avg_range: lower bound {low} exceeds upper bound {high}")
-        if spec["recipe"] not in config["recipes"]:
-            raise ConfigError(f"problem_sets.{name}.recipe={spec['recipe']!r} is not a key of recipes")
-        if config["evaluation"]["train_sample_size"] > spec["train_size"]:
+        if "avg_range" in spec:
+            low, high = spec["avg_range"]
+            if low > high:
+                raise ConfigError(f"problem_sets.{name}.avg_range: lower bound {low} exceeds upper bound {high}")
+        if "pass_at" in spec and spec["pass_at"]["k"] <= config["difficulty"]["samples"]:
+            raise ConfigError(
+                f"problem_sets.{name}.pass_at.k={spec['pass_at']['k']} must exceed difficulty.samples="
+                f"{config['difficulty']['samples']} (the first stage of its sampling)"
+            )
+    for name, settings in problem_sets(config).items():
+        build = settings["build"]
+        if settings["recipe"] not in config["recipes"]:
+            raise ConfigError(f"{build['key']}.recipe={settings['recipe']!r} is not a key of recipes")
+        if config["evaluation"]["train_sample_size"] > build["train_size"]:
             raise ConfigError(
                 f"evaluation.train_sample_size={config['evaluation']['train_sample_size']} exceeds "
-                f"problem_sets.{name}.train_size={spec['train_size']}"
+                f"the train size {build['train_size']} of {build['key']} (set {name})"
             )
     training = config["training"]
     if training["compute_min"] > training["compute_max"]:

@@ -36,14 +36,34 @@ class BaseModelSpec:
 
 
 @dataclass(frozen=True)
+class Bucket:
+    """Problems by the base model's difficulty: avg@k of the bucketing samples in [low, high] (both ends
+    included), or, with `pass_k`, pass@pass_k <= pass_max (staged sampling, `isocompute.difficulty`)."""
+
+    low: float = 0.0
+    high: float = 1.0
+    pass_k: int | None = None
+    pass_max: float = 0.0
+
+    def describe(self, avg_column: str = "avg@16") -> str:
+        if self.pass_k is not None:
+            return f"pass@{self.pass_k} <= {self.pass_max}"
+        return f"{avg_column} in [{self.low}, {self.high}]"
+
+
+@dataclass(frozen=True)
 class ProblemSetSpec:
-    """A difficulty bucket [low, high] of avg@k (both ends included) and the sizes drawn from it."""
+    """A problem set: one bucket, or a mixture of buckets with their shares, and the sizes drawn from it.
+
+    `key` is the config key the set comes from (`problem_sets.<name>`, or `...sizes` for one size of a
+    size sweep), for error messages.
+    """
 
     name: str
-    low: float
-    high: float
+    parts: tuple[tuple[Bucket, float], ...]
     train_size: int
     val_size: int
+    key: str = ""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Draw the disjoint train and validation sets from the difficulty buckets (rule build_problem_sets)."""
+"""Draw one problem set's train and validation problems from its buckets (rule build_problem_sets)."""
 
 import json
 import logging
@@ -6,23 +6,25 @@ from pathlib import Path
 
 import pandas as pd
 
-from isocompute.config import problem_set_specs
-from isocompute.difficulty import bucket_counts, build_problem_sets, select
+from isocompute.config import problem_set_spec
+from isocompute.difficulty import bucket_sizes, build_problem_set, select
 from isocompute.problems import write_table
 from isocompute.workflow import start_job
 
 start_job(snakemake.log[0])
 pool = pd.read_parquet(snakemake.input.pool)
 difficulty = pd.read_parquet(snakemake.input.difficulty)
-specs = problem_set_specs(snakemake.params.settings)
-sets = build_problem_sets(difficulty, specs, snakemake.params.seed)
-for spec in specs:
-    for part in ("train", "val"):
-        path = next(p for p in snakemake.output[part] if Path(p).parent.name == spec.name)
-        write_table(select(pool, sets[spec.name][part], difficulty), path)
+pass_rates = {int(Path(path).stem.removeprefix("pass_at")): pd.read_parquet(path) for path in snakemake.input.pass_at}
+spec = problem_set_spec(snakemake.wildcards.problem_set, snakemake.params.build)
+ids = build_problem_set(difficulty, spec, snakemake.params.seed, snakemake.params.validation_share, pass_rates)
+for part in ("train", "val"):
+    write_table(select(pool, ids[part], difficulty), snakemake.output[part])
 summary = {
-    "bucket_sizes": bucket_counts(difficulty, specs),
-    "sets": {name: {part: len(ids) for part, ids in parts.items()} for name, parts in sets.items()},
+    "key": spec.key,
+    "bucket_sizes": bucket_sizes(difficulty, spec, pass_rates),
+    "shares": [share for _, share in spec.parts],
+    "train": len(ids["train"]),
+    "val": len(ids["val"]),
 }
 Path(snakemake.output.summary).write_text(json.dumps(summary, indent=2))
-logging.info("problem sets: %s", summary)
+logging.info("problem set %s: %s", spec.name, summary)

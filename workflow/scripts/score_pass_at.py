@@ -1,0 +1,34 @@
+"""Staged pass@k of the base model: more rollouts only for problems still all wrong (rule score_pass_at)."""
+
+import json
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from isocompute.config import sampling_spec
+from isocompute.difficulty import staged_pass_at
+from isocompute.generation import make_sampler
+from isocompute.problems import write_table
+from isocompute.workflow import base_model_of, start_job
+
+start_job(snakemake.log[0])
+k = int(snakemake.wildcards.k)
+sampler = make_sampler(
+    snakemake.params.generation,
+    base_model_of(snakemake),
+    sampling_spec(snakemake.params.sampling),
+    snakemake.params.seed + k,
+)
+table, summary = staged_pass_at(
+    pd.read_parquet(snakemake.input.difficulty), pd.read_parquet(snakemake.input.pool), sampler, k,
+    snakemake.params.checker,
+)  # fmt: skip
+sampler.close()
+write_table(table, snakemake.output.table)
+Path(snakemake.output.summary).write_text(json.dumps(summary, indent=2))
+logging.info(
+    "pass@%d: %d of %d problems all wrong; %d rollouts sampled, %d saved against %d for k on every problem",
+    k, summary[f"pass@{k}_zero"], summary["problems"], summary["rollouts_sampled"], summary["rollouts_saved"],
+    summary["rollouts_k_for_all"],
+)  # fmt: skip
