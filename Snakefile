@@ -20,6 +20,7 @@ include: "rules/train.smk"
 include: "rules/evaluate.smk"
 include: "rules/fit.smk"
 include: "rules/figures.smk"
+include: "rules/data_ablations.smk"
 
 
 rule all:

@@ -2,7 +2,7 @@
 import re
 
 from isocompute import config as study_config
-from isocompute import ablations, inputs, studies
+from isocompute import ablations, data_ablations, inputs, studies
 
 study_config.validate_config(
     config, workflow.source_path("../workflow/schemas/config.schema.yaml")
@@ -22,6 +22,7 @@ SWEPT_SETS = sorted(
 RUNS = {(point.problem_set, point.run): point for point in GRID}
 
 FIGURES = {name: kind for name, (kind, _) in studies.FIGURES.items()}
+DATA_FIGURES = data_ablations.DATA_FIGURES
 ABLATION_KINDS = ablations.KINDS
 
 
@@ -33,6 +34,8 @@ localrules:
     plot_study_figure,
     plot_set_figure,
     plot_ablation_figure,
+    fit_train_metrics,
+    plot_data_figure,
     recommend_allocation,
     write_results_index,
 
@@ -50,6 +53,7 @@ wildcard_constraints:
     study=r"bp\d+|batch\d+|joint",
     ablation=one_of(name for _, name in ABLATIONS),
     figure="|".join(FIGURES),
+    data_figure=one_of(DATA_FIGURES),
 
 
 def config_slice(*keys):
@@ -172,6 +176,88 @@ def ablation_runs(wildcards):
     ]
 
 
+def data_study(problem_set):
+    """The study the data ablations' figures draw on a set: the first fixed-B_problem study, where it has one."""
+    wanted = config["studies"]["fixed_b_problem"][:1]
+    return next(
+        (
+            s
+            for s in STUDIES
+            if s.problem_set == problem_set
+            and s.kind == "fixed_b_problem"
+            and [s.value] == wanted
+        ),
+        None,
+    )
+
+
+def data_figure_instances():
+    """Each data-ablation figure's instances, each with the sets it draws (in order)."""
+    with_study = {name for name in PROBLEM_SETS if data_study(name)}
+    sweeps = {}
+    for name, settings in PROBLEM_SETS.items():
+        if settings["sweep"] and name in with_study:
+            sweeps.setdefault(settings["sweep"], []).append(name)
+    instances = {
+        f"fig14_train_vs_val_{sweep}": sorted(
+            names, key=lambda n: PROBLEM_SETS[n]["build"]["train_size"]
+        )
+        for sweep, names in sweeps.items()
+    }
+    mixtures = [n for n in with_study if PROBLEM_SETS[n]["mix_of"]]
+    if mixtures:
+        components = {c for n in mixtures for c in PROBLEM_SETS[n]["mix_of"]}
+        study = data_study(mixtures[0]).name
+        instances[f"fig15_mixtures_{study}"] = [
+            *sorted(mixtures),
+            *sorted(components & with_study),
+        ]
+    for name in sorted(with_study):
+        parts = PROBLEM_SETS[name]["build"]["parts"]
+        if len(parts) == 1 and "pass_at" in parts[0]:
+            instances[f"fig20_extremely_hard_{name}"] = [name]
+    return instances
+
+
+DATA_FIGURE_SETS = data_figure_instances()
+
+
+def data_figure_sets(wildcards):
+    return DATA_FIGURE_SETS[f"{wildcards.data_figure}_{wildcards.instance}"]
+
+
+def get_train_fit_inputs(wildcards):
+    runs = study_of(wildcards).runs(GRID)
+    return {
+        "logs": run_files(runs, "train_log.parquet", stage="train"),
+        "pass_rates": run_files(runs, "train_pass_rates.parquet"),
+    }
+
+
+def get_data_figure_inputs(wildcards):
+    """The fits (and, for Fig. 14, the training metrics' fits) and base model of each set drawn."""
+    sets = data_figure_sets(wildcards)
+    inputs = {
+        "fits": [study_fits(data_study(s)) for s in sets],
+        "base": [f"results/evaluation/{s}/base_model.parquet" for s in sets],
+    }
+    if wildcards.data_figure == "fig14_train_vs_val":
+        inputs["train_fits"] = [
+            study_fits(data_study(s)).replace("fits.json", "train_fits.json")
+            for s in sets
+        ]
+    return inputs
+
+
+def data_figure_paths(figure=None):
+    return [
+        f"results/figures/data/{instance}.{ext}"
+        for instance in DATA_FIGURE_SETS
+        if figure is None or instance.startswith(figure + "_")
+        for ext in ("png", "pdf")
+    ]
+
+
 def get_recommendation_fits(wildcards):
     """The joint study where there is one, else the first fixed-B_problem study of the set."""
     mine = [s for s in STUDIES if s.problem_set == wildcards.problem_set]
@@ -222,6 +308,7 @@ def get_study_outputs():
     """The study's answers: every figure, the recommendations and the table of all evaluations."""
     return [
         *(path for figure in FIGURES for path in figure_paths(figure)),
+        *data_figure_paths(),
         *recommendation_paths(),
         "results/evaluation/evals.csv",
     ]

@@ -123,6 +123,7 @@ def problem_sets(config: Config) -> dict[str, dict[str, Any]]:
             resolved[set_name] = {
                 **settings,
                 "sweep": name if "sizes" in spec else None,
+                "mix_of": list(spec.get("mix", {})),
                 "build": {"key": set_key, "parts": parts, "train_size": int(size), "val_size": int(spec["val_size"])},
             }
     return resolved

@@ -64,11 +64,20 @@ def _segments(table: pd.DataFrame, columns: Sequence[str]) -> Any:
 def plot_frontier(fit: Mapping[str, Any], base_reward: float | None, title: str, style: FigureStyle, paths: Sequence[str]) -> None:
     """Figs. 5 and 10: measured points and the fitted sigmoid per curve over its measured range, the
     frontier coloured by its curve; anything beyond a curve's measured range is dashed."""
+    fig, (ax,) = _figure(style)
+    frontier_panel(ax, fit, base_reward, style)
+    ax.set_title(title)
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    _save(fig, paths, style.dpi)
+
+
+def frontier_panel(ax: plt.Axes, fit: Mapping[str, Any], base_reward: float | None, style: FigureStyle,
+                   what: str = "validation") -> None:  # fmt: skip
+    """One fit's measured points, per-curve sigmoids and frontier on `ax` (the body of Figs. 5 and 10)."""
     metric, compute, by = fit["metric"], fit["compute"], fit["by"]
     measured = pd.DataFrame(fit["measured"])
     keys = sorted(_key_tuple(c["key"], by) for c in fit["curves"])
     colours = dict(zip(keys, sns.color_palette(style.palette, len(keys))))
-    fig, (ax,) = _figure(style)
     span = (measured[compute].min(), measured[compute].max()) if len(measured) else (1.0, 1.0)
     for curve in fit["curves"]:
         key = _key_tuple(curve["key"], by)
@@ -107,10 +116,7 @@ def plot_frontier(fit: Mapping[str, Any], base_reward: float | None, title: str,
         ax.axhline(base_reward, color="black", ls="--", lw=1, label=f"base model ({base_reward:.3f})")
     ax.set_xscale("log")
     ax.set_xlabel(AXIS_LABELS[compute])
-    ax.set_ylabel(f"validation {metric}")
-    ax.set_title(title)
-    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    _save(fig, paths, style.dpi)
+    ax.set_ylabel(f"{what} {metric}")
 
 
 def law_label(entry: Mapping[str, Any], column: str) -> str:
@@ -124,7 +130,7 @@ def law_label(entry: Mapping[str, Any], column: str) -> str:
             f"{model.log10_c0:.2f}{extra}))) + {model.b:.2f}")  # fmt: skip
 
 
-def _optimum_panel(ax: plt.Axes, fit: Mapping[str, Any], column: str) -> None:
+def optimum_panel(ax: plt.Axes, fit: Mapping[str, Any], column: str) -> None:
     """One optimum (n* or B_problem*) at the measured compute points, log-log, with its law where identified.
 
     Points the bootstrap does not resolve (fewer than 80 % of replicas agree) are hollow: the law ignores them.
@@ -162,7 +168,7 @@ def plot_optimum(fits: Sequence[Mapping[str, Any]], columns: Sequence[str], titl
     panels = [(fit, column) for fit in fits for column in columns]
     fig, axes = _figure(style, len(panels))
     for ax, (fit, column) in zip(axes, panels):
-        _optimum_panel(ax, fit, column)
+        optimum_panel(ax, fit, column)
     fig.suptitle(title)
     _save(fig, paths, style.dpi)
 

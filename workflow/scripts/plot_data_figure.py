@@ -1,0 +1,30 @@
+"""Draw one data-ablation figure: Fig. 14, 15 or 20 (rule plot_data_figure)."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from isocompute.config import figure_style
+from isocompute.data_figures import plot_extremely_hard, plot_mixtures, plot_train_vs_val
+from isocompute.workflow import start_job
+
+start_job(snakemake.log[0])
+params = snakemake.params
+figure = snakemake.wildcards.data_figure
+style = figure_style(params.figures)
+paths = [snakemake.output.png, snakemake.output.pdf]
+fits = [json.loads(Path(path).read_text()) for path in snakemake.input.fits]
+bases = [pd.read_parquet(path).iloc[0] for path in snakemake.input.base]
+title = f"{figure}: {', '.join(params.sets)} ({fits[0]['study']['name']})"
+if figure == "fig20_extremely_hard":
+    plot_extremely_hard(fits[0], bases[0], params.k, title, style, paths)
+elif figure == "fig15_mixtures":
+    sets = [(name, fit, float(base[params.metric])) for name, fit, base in zip(params.sets, fits, bases)]
+    plot_mixtures(sets, params.metric, title, style, paths)
+elif figure == "fig14_train_vs_val":
+    training = [json.loads(Path(path).read_text()) for path in snakemake.input.train_fits]
+    plot_train_vs_val(params.sizes, fits, training, [float(b[params.metric]) for b in bases], params.metric, title,
+                      style, paths)  # fmt: skip
+else:
+    raise ValueError(f"unknown data-ablation figure {figure!r}")
