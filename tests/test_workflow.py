@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import zipfile
@@ -28,6 +29,8 @@ def snakemake(workdir: Path, *args: str, configfiles: tuple[str, ...] = (MICRO,)
         capture_output=True,
         text=True,
         timeout=900,
+        # This checkout's package, whatever an installed (editable) one points at.
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
     )
 
 
@@ -218,6 +221,52 @@ def test_ablations_rerun_nothing_finished_enter_no_fit_and_draw_their_figures(st
     assert settings["spec"]["lr_rule"] == "linear" and settings["point"]["lr_rule"] == "linear"
     produced = [p.relative_to(results).as_posix() for p in results.rglob("*") if p.is_file() and not p.name.startswith(".")]
     assert [p for p in produced if describe(p) is None] == []
+
+
+DATA = ".test/config_micro/data_ablations.yaml"
+
+
+@pytest.mark.slow
+def test_data_ablation_sets_rerun_nothing_finished_and_draw_figures_14_15_20(study: Path) -> None:
+    assert snakemake(study).returncode == 0  # the micro study up to date
+    extra = (study / DATA).read_text().replace("problem_sets: [sweep, mix, xhard]", "problem_sets: [sweep, mix, xhard, easy]")
+    (study / "data.yaml").write_text(extra.replace("fixed_b_problem: [4], fixed_batch: [], joint: false",
+                                                   "fixed_b_problem: [4], fixed_batch: [8], joint: true"))  # fmt: skip
+    configs = (MICRO, "data.yaml")
+    planned = snakemake(study, "-n", configfiles=configs)
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    # The finished Easy runs and sets are not redone: only the new sets' builds, runs and figures.
+    for finished in ("results/problem_sets/easy/", "results/train/easy/", "results/evaluation/easy/bp4_n2_seed0/"):
+        assert finished not in planned.stdout, finished
+    assert planned.stdout.count("rule score_pass_at:") == 1
+    result = snakemake(study, configfiles=configs)
+    assert result.returncode == 0, result.stderr[-4000:]
+    results = study / "results"
+    for name in ("fig14_train_vs_val_sweep", "fig15_mixtures_bp4", "fig20_extremely_hard_xhard"):
+        assert (results / f"figures/data/{name}.png").stat().st_size > 10_000, name
+    staged = json.loads((results / "difficulty/pass_at32.json").read_text())
+    assert staged["rollouts_saved"] == staged["rollouts_k_for_all"] - staged["rollouts_sampled"] > 0
+    xhard = pd.read_parquet(results / "problem_sets/xhard/train.parquet")
+    rates = pd.read_parquet(results / "difficulty/pass_at32.parquet").set_index("id")
+    assert (rates.loc[xhard["id"], "pass@32"] == 0).all()
+    small, large = (pd.read_parquet(results / f"problem_sets/sweep_size{n}/train.parquet") for n in (20, 40))
+    assert large["id"].tolist()[:20] == small["id"].tolist()
+    vals = {i for path in results.glob("problem_sets/*/val.parquet") for i in pd.read_parquet(path)["id"]}
+    trains = {i for path in results.glob("problem_sets/*/train.parquet") for i in pd.read_parquet(path)["id"]}
+    assert not vals & trains
+    produced = [p.relative_to(results).as_posix() for p in results.rglob("*") if p.is_file() and not p.name.startswith(".")]
+    assert [p for p in produced if describe(p) is None] == []
+
+
+def test_data_ablation_overlay_plans_figures_14_15_20(tmp_path: Path) -> None:
+    workdir = scratch_workflow(tmp_path)
+    result = snakemake(workdir, "-n", "fig14_train_vs_val", "fig15_mixtures", "fig20_extremely_hard",
+                       configfiles=(MICRO, DATA))  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    for target in ("fig14_train_vs_val_sweep.png", "fig15_mixtures_bp4.png", "fig20_extremely_hard_xhard.png"):
+        assert f"results/figures/data/{target}" in result.stdout
+    assert result.stdout.count("rule score_pass_at:") == 1
+    assert result.stdout.count("rule fit_train_metrics:") == 2  # the sweep's two sizes
 
 
 def test_guru_math_imports_through_its_rule_and_reports_excluded_rows(tmp_path: Path) -> None:
