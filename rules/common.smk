@@ -10,6 +10,9 @@ study_config.validate_config(
 GRID = study_config.check_config(config)
 # Every problem set by name, resolved (a size sweep's sizes apart, a mixture's parts, default recipes).
 PROBLEM_SETS = study_config.problem_sets(config)
+# Validation sets beyond each set's own, and the out-of-domain problem tables among them.
+EXTRA_EVALUATION = study_config.evaluation_sets(config)
+OUT_OF_DOMAIN = study_config.out_of_domain_tables(config)
 # A problem table or base model that later jobs could not use stops the study here, before any job.
 inputs.check_inputs(config)
 STUDIES = study_config.studies_of(config, GRID)
@@ -36,6 +39,8 @@ localrules:
     plot_ablation_figure,
     fit_train_metrics,
     plot_data_figure,
+    fit_study_on,
+    plot_study_figure_on,
     recommend_allocation,
     write_results_index,
 
@@ -54,6 +59,7 @@ wildcard_constraints:
     ablation=one_of(name for _, name in ABLATIONS),
     figure="|".join(FIGURES),
     data_figure=one_of(DATA_FIGURES),
+    eval_set=one_of([*PROBLEM_SETS, *OUT_OF_DOMAIN]),
 
 
 def config_slice(*keys):
@@ -192,30 +198,43 @@ def data_study(problem_set):
 
 
 def data_figure_instances():
-    """Each data-ablation figure's instances, each with the sets it draws (in order)."""
+    """Each data-ablation figure's instances, each with the (set, evaluation set) pairs it draws in order;
+    an evaluation set of None is the set's own validation set."""
     with_study = {name for name in PROBLEM_SETS if data_study(name)}
     sweeps = {}
     for name, settings in PROBLEM_SETS.items():
         if settings["sweep"] and name in with_study:
             sweeps.setdefault(settings["sweep"], []).append(name)
     instances = {
-        f"fig14_train_vs_val_{sweep}": sorted(
-            names, key=lambda n: PROBLEM_SETS[n]["build"]["train_size"]
-        )
+        f"fig14_train_vs_val_{sweep}": [
+            (n, None)
+            for n in sorted(
+                names, key=lambda n: PROBLEM_SETS[n]["build"]["train_size"]
+            )
+        ]
         for sweep, names in sweeps.items()
     }
-    mixtures = [n for n in with_study if PROBLEM_SETS[n]["mix_of"]]
+    mixtures = sorted(n for n in with_study if PROBLEM_SETS[n]["mix_of"])
     if mixtures:
         components = {c for n in mixtures for c in PROBLEM_SETS[n]["mix_of"]}
         study = data_study(mixtures[0]).name
         instances[f"fig15_mixtures_{study}"] = [
-            *sorted(mixtures),
-            *sorted(components & with_study),
+            *((n, on) for n in mixtures for on in [None, *EXTRA_EVALUATION.get(n, [])]),
+            *((n, None) for n in sorted(components & with_study)),
         ]
     for name in sorted(with_study):
         parts = PROBLEM_SETS[name]["build"]["parts"]
         if len(parts) == 1 and "pass_at" in parts[0]:
-            instances[f"fig20_extremely_hard_{name}"] = [name]
+            instances[f"fig20_extremely_hard_{name}"] = [(name, None)]
+    for ood in OUT_OF_DOMAIN:
+        pairs = [
+            pair
+            for name in sorted(with_study)
+            if ood in EXTRA_EVALUATION.get(name, [])
+            for pair in ((name, None), (name, ood))
+        ]
+        if pairs:
+            instances[f"fig21_out_of_domain_{ood}"] = pairs
     return instances
 
 
@@ -224,6 +243,60 @@ DATA_FIGURE_SETS = data_figure_instances()
 
 def data_figure_sets(wildcards):
     return DATA_FIGURE_SETS[f"{wildcards.data_figure}_{wildcards.instance}"]
+
+
+def data_figure_labels(wildcards):
+    return [
+        name if on is None else f"{name} on {on}"
+        for name, on in data_figure_sets(wildcards)
+    ]
+
+
+def eval_table(eval_set):
+    """The validation problems of an evaluation set: a problem set's, or an out-of-domain table."""
+    if eval_set in OUT_OF_DOMAIN:
+        return f"results/out_of_domain/{eval_set}.parquet"
+    return f"results/problem_sets/{eval_set}/val.parquet"
+
+
+def get_eval_table(wildcards):
+    return eval_table(wildcards.eval_set)
+
+
+def get_study_fit_on_inputs(wildcards):
+    """A study's runs evaluated on another validation set, and the base model there."""
+    runs = study_of(wildcards).runs(GRID)
+    on = f"on_{wildcards.eval_set}"
+    return {
+        "evals": run_files(runs, f"{on}/evals.parquet"),
+        "val_counts": run_files(runs, f"{on}/val_counts.parquet"),
+        "base": f"results/evaluation/{wildcards.eval_set}/base_model.parquet",
+        "base_counts": f"results/evaluation/{wildcards.eval_set}/base_counts.parquet",
+    }
+
+
+def fits_on(study, eval_set):
+    """A study's fits on its own validation set (eval_set None) or on another."""
+    if eval_set is None:
+        return study_fits(study)
+    return f"results/fits/{study.problem_set}/{study.name}/on_{eval_set}/fits.json"
+
+
+def extra_evaluation_paths():
+    """Every run's evaluation on each extra set, and per study of its set figures 5 and 6 there."""
+    paths = []
+    for name, others in EXTRA_EVALUATION.items():
+        runs = [p for p in GRID if p.problem_set == name]
+        for other in others:
+            paths += run_files(runs, f"on_{other}/evals.parquet")
+            paths += [
+                f"results/figures/{name}/{s.name}/on_{other}/{figure}.{ext}"
+                for s in STUDIES
+                if s.problem_set == name and s.kind == "fixed_b_problem"
+                for figure in ("fig05_frontier", "fig06_nstar")
+                for ext in ("png", "pdf")
+            ]
+    return paths
 
 
 def get_train_fit_inputs(wildcards):
@@ -236,15 +309,15 @@ def get_train_fit_inputs(wildcards):
 
 def get_data_figure_inputs(wildcards):
     """The fits (and, for Fig. 14, the training metrics' fits) and base model of each set drawn."""
-    sets = data_figure_sets(wildcards)
+    pairs = data_figure_sets(wildcards)
     inputs = {
-        "fits": [study_fits(data_study(s)) for s in sets],
-        "base": [f"results/evaluation/{s}/base_model.parquet" for s in sets],
+        "fits": [fits_on(data_study(s), on) for s, on in pairs],
+        "base": [f"results/evaluation/{on or s}/base_model.parquet" for s, on in pairs],
     }
     if wildcards.data_figure == "fig14_train_vs_val":
         inputs["train_fits"] = [
             study_fits(data_study(s)).replace("fits.json", "train_fits.json")
-            for s in sets
+            for s, _ in pairs
         ]
     return inputs
 
@@ -309,6 +382,7 @@ def get_study_outputs():
     return [
         *(path for figure in FIGURES for path in figure_paths(figure)),
         *data_figure_paths(),
+        *extra_evaluation_paths(),
         *recommendation_paths(),
         "results/evaluation/evals.csv",
     ]

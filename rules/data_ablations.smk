@@ -37,9 +37,9 @@ rule plot_data_figure:
     conda:
         "../envs/isocompute.yaml"
     params:
-        sets=data_figure_sets,
+        labels=data_figure_labels,
         sizes=lambda wildcards: [
-            PROBLEM_SETS[s]["build"]["train_size"] for s in data_figure_sets(wildcards)
+            PROBLEM_SETS[s]["build"]["train_size"] for s, _ in data_figure_sets(wildcards)
         ],
         figures=config["figures"],
         metric=config["fits"]["metric"],

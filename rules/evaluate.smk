@@ -1,15 +1,31 @@
 # Stage 6: avg@k, best@k, worst@k per checkpoint on validation; pass rates on a training sample.
 
 
+rule import_out_of_domain:
+    output:
+        table="results/out_of_domain/{eval_set}.parquet",
+        excluded="results/out_of_domain/{eval_set}_excluded.parquet",
+    log:
+        "logs/import_out_of_domain/{eval_set}.log",
+    conda:
+        "../envs/isocompute.yaml"
+    params:
+        table=lambda wildcards: OUT_OF_DOMAIN[wildcards.eval_set],
+        checker=config["problems"]["checker"],
+    script:
+        "../workflow/scripts/import_problem_table.py"
+
+
+# Per evaluation set (a problem set's validation set or an out-of-domain table): the base model there.
 rule evaluate_base_model:
     input:
-        val="results/problem_sets/{problem_set}/val.parquet",
+        val=get_eval_table,
         model=get_base_model_input(),
     output:
-        evals="results/evaluation/{problem_set}/base_model.parquet",
-        counts="results/evaluation/{problem_set}/base_counts.parquet",
+        evals="results/evaluation/{eval_set}/base_model.parquet",
+        counts="results/evaluation/{eval_set}/base_counts.parquet",
     log:
-        "logs/evaluate_base_model/{problem_set}.log",
+        "logs/evaluate_base_model/{eval_set}.log",
     conda:
         "../envs/isocompute.yaml"
     threads: 1
@@ -53,6 +69,33 @@ rule evaluate_run:
         seed=config["seed"],
     script:
         "../workflow/scripts/evaluate_run.py"
+
+
+rule evaluate_run_on:
+    input:
+        val=get_eval_table,
+        checkpoints="results/train/{problem_set}/{run}/checkpoints.json",
+    output:
+        evals="results/evaluation/{problem_set}/{run}/on_{eval_set}/evals.parquet",
+        val_counts="results/evaluation/{problem_set}/{run}/on_{eval_set}/val_counts.parquet",
+    log:
+        "logs/evaluate_run_on/{problem_set}/{run}/{eval_set}.log",
+    benchmark:
+        "benchmarks/evaluate_run_on/{problem_set}/{run}/{eval_set}.tsv"
+    conda:
+        "../envs/isocompute.yaml"
+    threads: 1
+    resources:
+        **study_config.rule_resources(config, "evaluate_run"),
+    params:
+        point=point_of,
+        k=config["evaluation"]["k"],
+        sampling=config["sampling"],
+        generation=config["generation"],
+        checker=config["problems"]["checker"],
+        seed=config["seed"],
+    script:
+        "../workflow/scripts/evaluate_run_on.py"
 
 
 rule gather_evaluations:

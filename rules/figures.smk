@@ -25,6 +25,32 @@ rule plot_study_figure:
         "../workflow/scripts/plot_figure.py"
 
 
+rule plot_study_figure_on:
+    input:
+        fits="results/fits/{problem_set}/{study}/on_{eval_set}/fits.json",
+        base="results/evaluation/{eval_set}/base_model.parquet",
+    output:
+        png=report(
+            "results/figures/{problem_set}/{study}/on_{eval_set}/{figure}.png",
+            caption="../workflow/report/figure.rst",
+            category="{figure}",
+            subcategory="{problem_set} {study} on {eval_set}",
+        ),
+        pdf="results/figures/{problem_set}/{study}/on_{eval_set}/{figure}.pdf",
+    log:
+        "logs/plot_study_figure_on/{problem_set}/{study}/{eval_set}/{figure}.log",
+    conda:
+        "../envs/isocompute.yaml"
+    wildcard_constraints:
+        figure="fig05_frontier|fig06_nstar",
+    params:
+        figures=config["figures"],
+        metric=config["fits"]["metric"],
+        k=config["evaluation"]["k"],
+    script:
+        "../workflow/scripts/plot_figure.py"
+
+
 rule plot_set_figure:
     input:
         unpack(get_set_figure_inputs),

@@ -23,6 +23,27 @@ rule fit_study:
         "../workflow/scripts/fit_study.py"
 
 
+rule fit_study_on:
+    input:
+        unpack(get_study_fit_on_inputs),
+    output:
+        fits="results/fits/{problem_set}/{study}/on_{eval_set}/fits.json",
+    log:
+        "logs/fit_study_on/{problem_set}/{study}/{eval_set}.log",
+    benchmark:
+        "benchmarks/fit_study_on/{problem_set}/{study}/{eval_set}.tsv"
+    conda:
+        "../envs/isocompute.yaml"
+    params:
+        study=study_of,
+        fits=config["fits"],
+        k=config["evaluation"]["k"],
+        recipe=study_lr,
+        seed=config["seed"],
+    script:
+        "../workflow/scripts/fit_study.py"
+
+
 rule recommend_allocation:
     input:
         fits=get_recommendation_fits,

@@ -337,3 +337,25 @@ def test_data_ablation_sets_resolve_to_their_own_definitions() -> None:
     before = config_module.problem_sets(DEFAULT)
     assert all(sets[name]["build"] == before[name]["build"] for name in before)
     assert run_params(config, GridPoint("easy", 16, 8, 0)) == run_params(DEFAULT, GridPoint("easy", 16, 8, 0))
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"sets": {"medium": ["easy"]}, "out_of_domain": {}}, r"extra_evaluation\.sets names 'medium', not a problem set"),
+        ({"sets": {"easy": ["aime"]}, "out_of_domain": {}}, r"extra_evaluation\.sets\.easy names 'aime': neither"),
+        ({"sets": {"easy": ["easy"]}, "out_of_domain": {}}, r"extra_evaluation\.sets\.easy names 'easy'"),
+        ({"sets": {}, "out_of_domain": {"hard": {"path": "x.parquet"}}}, r"out_of_domain\.hard: the name is a problem set's"),
+        ({"sets": {"easy": ["hard", "aime"]}, "out_of_domain": {"aime": {"path": "org/aime"}}}, None),
+    ],
+)
+def test_extra_evaluation_names_the_key(extra: dict, message: str | None) -> None:
+    config = with_change("extra_evaluation", extra)
+    if message is None:
+        check_config(config)
+        assert config_module.evaluation_sets(config) == {"easy": ["hard", "aime"]}
+        assert config_module.out_of_domain_tables(config)["aime"] == {
+            "path": "org/aime", "split": "train", "schema": "problem_table", "data_files": None}  # fmt: skip
+        return
+    with pytest.raises(ConfigError, match=message):
+        check_config(config)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import fnmatch
 from pathlib import Path
 
-from isocompute.studies import FIGURES
+from isocompute.studies import DATA_FIGURES, FIGURES
 
 CATALOGUE: list[tuple[str, str]] = [
     ("problems/pool.parquet", "problem pool: one row per problem with `id`, `prompt`, `answer`"),
@@ -34,12 +34,18 @@ CATALOGUE: list[tuple[str, str]] = [
     ("train/*/*/README.md", "TRL's model card of the run"),
     ("train/*/*/progress.jsonl", "live progress: each attempt's start and end, every logged step (`isocompute status`)"),
     ("train/*/*/tensorboard/*", "TensorBoard event files of the run, all attempts (`training.report_to: tensorboard`)"),
+    ("out_of_domain/*_excluded.parquet", "rows of an out-of-domain table left out, with `id`, `row`, `reason`"),
+    ("out_of_domain/*.parquet", "an out-of-domain problem table (`extra_evaluation.out_of_domain`), read with datasets"),
+    ("evaluation/*/*/on_*/evals.parquet", "a run's checkpoints on another validation set (`extra_evaluation.sets`)"),
+    ("evaluation/*/*/on_*/val_counts.parquet", "per checkpoint and problem of another validation set: correct samples"),
     ("evaluation/*/base_model.parquet", "the base model's avg@4, best@4, worst@4 on a validation set"),
     ("evaluation/*/base_counts.parquet", "the base model's correct samples out of 4 per validation problem (bootstrap)"),
     ("evaluation/*/*/evals.parquet", "per checkpoint: avg@4, best@4, worst@4, response tokens, compute"),
     ("evaluation/*/*/val_counts.parquet", "per checkpoint and validation problem: correct samples out of 4"),
     ("evaluation/*/*/train_pass_rates.parquet", "per checkpoint: pass rate of each sampled training problem"),
     ("evaluation/evals.csv", "every run's evaluation rows in one table (input of `isocompute fit`)"),
+    ("fits/*/*/on_*/fits.json", "a study's fits on another validation set (`extra_evaluation.sets`)"),
+    ("fits/*/*/train_fits.json", "a study's fits of the training reward (smoothed) and training pass rate (Fig. 14)"),
     ("fits/*/*/fits.json", "a study's fits: per-curve sigmoids, frontier, optimum sigmoid, bootstrap intervals"),
     ("recommendations/*.md", "the prescribed n, B_problem, M and lr for the configured budgets"),
     ("recommendations/*.json", "the same prescription as a table"),
@@ -47,6 +53,8 @@ CATALOGUE: list[tuple[str, str]] = [
         (f"figures/*/{'' if kind == 'set' else '*/'}{name}.*", description)
         for name, (kind, description) in FIGURES.items()
     ),
+    *((f"figures/data/{name}_*", description) for name, description in DATA_FIGURES.items()),
+    ("figures/*/*/on_*/fig0[56]_*", "Figs. 5 and 6 of a study on another validation set"),
     ("README.md", "this index"),
 ]
 

@@ -136,6 +136,32 @@ def _selection(spec: Mapping[str, Any]) -> dict[str, Any]:
     return {"avg_range": [float(v) for v in spec["avg_range"]]}
 
 
+def evaluation_sets(config: Config) -> dict[str, list[str]]:
+    """Per problem set, the other validation sets its runs are evaluated on (`extra_evaluation.sets`):
+    names of problem sets or of `extra_evaluation.out_of_domain` tables."""
+    extra = config.get("extra_evaluation", {"sets": {}, "out_of_domain": {}})
+    sets = problem_sets(config)
+    for name in extra["out_of_domain"]:
+        if name in sets:
+            raise ConfigError(f"extra_evaluation.out_of_domain.{name}: the name is a problem set's; choose another")
+    for name, others in extra["sets"].items():
+        if name not in sets:
+            raise ConfigError(f"extra_evaluation.sets names {name!r}, not a problem set")
+        for other in others:
+            if other == name or (other not in sets and other not in extra["out_of_domain"]):
+                raise ConfigError(
+                    f"extra_evaluation.sets.{name} names {other!r}: neither another problem set nor a key of "
+                    f"extra_evaluation.out_of_domain"
+                )
+    return {name: list(others) for name, others in extra["sets"].items()}
+
+
+def out_of_domain_tables(config: Config) -> dict[str, dict[str, Any]]:
+    """`extra_evaluation.out_of_domain`, each completed with the defaults of `problems.table`."""
+    tables = config.get("extra_evaluation", {}).get("out_of_domain", {})
+    return {name: {"split": "train", "schema": "problem_table", "data_files": None, **table} for name, table in tables.items()}
+
+
 def pass_at_ks(build: Mapping[str, Any]) -> list[int]:
     """The staged pass@k tables a set's build reads."""
     return sorted({part["pass_at"]["k"] for part in build["parts"] if "pass_at" in part})
@@ -420,6 +446,7 @@ def check_config(config: Config) -> list[GridPoint]:
                 f"evaluation.train_sample_size={config['evaluation']['train_sample_size']} exceeds "
                 f"the train size {build['train_size']} of {build['key']} (set {name})"
             )
+    evaluation_sets(config)
     training = config["training"]
     if training["compute_min"] > training["compute_max"]:
         raise ConfigError("training.compute_min exceeds training.compute_max")

@@ -18,17 +18,11 @@ import pandas as pd
 
 from isocompute.analysis import FitOptions
 from isocompute.study_fits import fit_study
-from isocompute.studies import Study
+from isocompute.studies import DATA_FIGURES, Study  # noqa: F401 - DATA_FIGURES: the figures this module feeds
 
 TRAIN_METRICS = {
     "train_reward": "training reward (TRL's per-step mean, smoothed)",
     "train_pass_rate": "pass rate on a training sample",
-}
-# The data ablations' figures: Fig. 14 per size sweep, Fig. 15 over the mixtures, Fig. 20 per pass@k set.
-DATA_FIGURES = {
-    "fig14_train_vs_val": "paper Fig. 14: training reward and training pass rate beside validation, n* vs set size",
-    "fig15_mixtures": "paper Fig. 15: frontier and n*(C) of each Easy/Hard mixture beside the pure sets",
-    "fig20_extremely_hard": "paper Fig. 20: best@k and worst@k frontiers and n*(C) on the extremely hard set",
 }
 
 

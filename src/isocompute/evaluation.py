@@ -39,12 +39,16 @@ def evaluate_checkpoints(
     run_dir: str,
     point: GridPoint,
     val_problems: pd.DataFrame,
-    train_sample: pd.DataFrame,
+    train_sample: pd.DataFrame | None,
     k: int,
     train_k: int,
     checker: str,
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Score every checkpoint; return the tidy metrics table, validation counts and training pass rates."""
+    """Score every checkpoint; return the tidy metrics table, validation counts and training pass rates.
+
+    `val_problems` is the run's own validation set or any other (`extra_evaluation`); with no
+    `train_sample` no training pass rates are sampled (an empty table is returned for them).
+    """
     keys = {
         "run": point.run,
         "problem_set": point.problem_set,
@@ -70,11 +74,12 @@ def evaluate_checkpoints(
         counts = per_problem_counts(sampler, val_problems, k, checker)
         rows.append({**at, **summary_row(counts, k)})
         val_counts.append(counts.assign(**at))
-        train_counts = per_problem_counts(sampler, train_sample, train_k, checker)
-        train_rates.append(train_counts.assign(pass_rate=train_counts["n_correct"] / train_k, **at))
+        if train_sample is not None:
+            train_counts = per_problem_counts(sampler, train_sample, train_k, checker)
+            train_rates.append(train_counts.assign(pass_rate=train_counts["n_correct"] / train_k, **at))
         sampler.close()
     return (
         pd.DataFrame(rows),
         pd.concat(val_counts, ignore_index=True),
-        pd.concat(train_rates, ignore_index=True),
+        pd.concat(train_rates, ignore_index=True) if train_rates else pd.DataFrame(),
     )

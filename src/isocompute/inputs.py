@@ -43,6 +43,10 @@ def check_inputs(config: Config) -> None:
         problem = table_problem(str(table["path"]), table["schema"])
         if problem:
             raise InputFileError(f"problems.table.path={table['path']}: {problem}")
+    for name, table in config.get("extra_evaluation", {}).get("out_of_domain", {}).items():
+        problem = table_problem(str(table["path"]), table.get("schema", "problem_table"))
+        if problem:
+            raise InputFileError(f"extra_evaluation.out_of_domain.{name}.path={table['path']}: {problem}")
     pretrained = config["base_model"].get("pretrained")
     if pretrained:
         problem = model_problem(str(pretrained))

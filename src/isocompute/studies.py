@@ -38,6 +38,13 @@ FIGURES: dict[str, tuple[str, str]] = {
     "fig04_learning_rate": ("learning_rate", "paper Fig. 4: the lr_base anchor sweep, reward per learning-rate rule"),
     "fig22_decoupled_baseline": ("decoupled_baseline", "paper Fig. 22: n, a larger n and the decoupled baseline"),
 }
+# The data ablations' figures (`isocompute.data_ablations`): Fig. 14 per size sweep, Fig. 15 over the mixtures, Fig. 20 per pass@k set.
+DATA_FIGURES = {
+    "fig14_train_vs_val": "paper Fig. 14: training reward and training pass rate beside validation, n* vs set size",
+    "fig15_mixtures": "paper Fig. 15: frontier and n*(C) of each Easy/Hard mixture beside the pure sets",
+    "fig20_extremely_hard": "paper Fig. 20: best@k and worst@k frontiers and n*(C) on the extremely hard set",
+    "fig21_out_of_domain": "paper Fig. 21: frontier and n*(C) on an out-of-domain table beside each set's own validation",
+}
 _NAME = re.compile(r"^(?:bp(?P<b_problem>\d+)|batch(?P<batch>\d+)|joint)$")
 
 

@@ -19,7 +19,7 @@ k = snakemake.params.k
 counts = per_problem_counts(sampler, pd.read_parquet(snakemake.input.val), k, snakemake.params.checker)
 row = summary_row(counts, k)
 write_table(
-    pd.DataFrame([{"problem_set": snakemake.wildcards.problem_set, "step": 0, **row}]), snakemake.output.evals
+    pd.DataFrame([{"problem_set": snakemake.wildcards.eval_set, "step": 0, **row}]), snakemake.output.evals
 )
 write_table(counts, snakemake.output.counts)
 logging.info("base model: %s", row)

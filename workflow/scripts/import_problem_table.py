@@ -10,7 +10,7 @@ table = snakemake.params.table
 imported = load_problem_table(
     table["path"], table["split"], table["schema"], snakemake.params.checker, table["data_files"]
 )
-write_table(imported.problems, snakemake.output.pool)
+write_table(imported.problems, snakemake.output[0])  # the pool, or an out-of-domain table
 write_table(imported.excluded, snakemake.output.excluded)
 for row in imported.excluded.itertuples():
     logging.warning("excluded %s (row %d): %s", row.id, row.row, row.reason)

@@ -16,11 +16,11 @@ style = figure_style(params.figures)
 paths = [snakemake.output.png, snakemake.output.pdf]
 fits = [json.loads(Path(path).read_text()) for path in snakemake.input.fits]
 bases = [pd.read_parquet(path).iloc[0] for path in snakemake.input.base]
-title = f"{figure}: {', '.join(params.sets)} ({fits[0]['study']['name']})"
+title = f"{figure}: {', '.join(params.labels)} ({fits[0]['study']['name']})"
 if figure == "fig20_extremely_hard":
     plot_extremely_hard(fits[0], bases[0], params.k, title, style, paths)
-elif figure == "fig15_mixtures":
-    sets = [(name, fit, float(base[params.metric])) for name, fit, base in zip(params.sets, fits, bases)]
+elif figure in ("fig15_mixtures", "fig21_out_of_domain"):
+    sets = [(label, fit, float(base[params.metric])) for label, fit, base in zip(params.labels, fits, bases)]
     plot_mixtures(sets, params.metric, title, style, paths)
 elif figure == "fig14_train_vs_val":
     training = [json.loads(Path(path).read_text()) for path in snakemake.input.train_fits]

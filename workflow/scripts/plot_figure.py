@@ -7,6 +7,8 @@ from isocompute.workflow import start_job
 start_job(snakemake.log[0])
 wildcards = snakemake.wildcards
 where = " / ".join(w for w in (wildcards.problem_set, wildcards.get("study", "")) if w)
+if wildcards.get("eval_set"):
+    where += f" on {wildcards.eval_set}"
 render(
     wildcards.figure,
     {name: list(files) for name, files in snakemake.input.items()},

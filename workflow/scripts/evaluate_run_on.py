@@ -1,0 +1,31 @@
+"""Score every checkpoint of one run on another validation set (rule evaluate_run_on)."""
+
+import json
+import logging
+from pathlib import Path
+
+import pandas as pd
+
+from isocompute.config import sampling_spec
+from isocompute.evaluation import evaluate_checkpoints
+from isocompute.generation import make_sampler
+from isocompute.problems import write_table
+from isocompute.workflow import start_job
+
+start_job(snakemake.log[0])
+params = snakemake.params
+evals, val_counts, _ = evaluate_checkpoints(
+    lambda path: make_sampler(params.generation, path, sampling_spec(params.sampling), params.seed),
+    json.loads(Path(snakemake.input.checkpoints).read_text()),
+    str(Path(snakemake.input.checkpoints).parent),
+    params.point,
+    pd.read_parquet(snakemake.input.val),
+    None,
+    k=params.k,
+    train_k=0,
+    checker=params.checker,
+)
+on = snakemake.wildcards.eval_set
+write_table(evals.assign(evaluated_on=on), snakemake.output.evals)
+write_table(val_counts.assign(evaluated_on=on), snakemake.output.val_counts)
+logging.info("evaluated %d checkpoints on %s:\n%s", len(evals), on, evals.to_string())
