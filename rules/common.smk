@@ -208,9 +208,7 @@ def data_figure_instances():
     instances = {
         f"fig14_train_vs_val_{sweep}": [
             (n, None)
-            for n in sorted(
-                names, key=lambda n: PROBLEM_SETS[n]["build"]["train_size"]
-            )
+            for n in sorted(names, key=lambda n: PROBLEM_SETS[n]["build"]["train_size"])
         ]
         for sweep, names in sweeps.items()
     }
@@ -316,8 +314,7 @@ def get_data_figure_inputs(wildcards):
     }
     if wildcards.data_figure == "fig14_train_vs_val":
         inputs["train_fits"] = [
-            study_fits(data_study(s)).replace("fits.json", "train_fits.json")
-            for s, _ in pairs
+            f"results/fits/{s}/{data_study(s).name}/train_fits.json" for s, _ in pairs
         ]
     return inputs
 
@@ -326,7 +323,7 @@ def data_figure_paths(figure=None):
     return [
         f"results/figures/data/{instance}.{ext}"
         for instance in DATA_FIGURE_SETS
-        if figure is None or instance.startswith(figure + "_")
+        if figure is None or instance.startswith(f"{figure}_")
         for ext in ("png", "pdf")
     ]
 

@@ -39,7 +39,8 @@ rule plot_data_figure:
     params:
         labels=data_figure_labels,
         sizes=lambda wildcards: [
-            PROBLEM_SETS[s]["build"]["train_size"] for s, _ in data_figure_sets(wildcards)
+            PROBLEM_SETS[s]["build"]["train_size"]
+            for s, _ in data_figure_sets(wildcards)
         ],
         figures=config["figures"],
         metric=config["fits"]["metric"],

@@ -39,10 +39,10 @@ rule plot_study_figure_on:
         pdf="results/figures/{problem_set}/{study}/on_{eval_set}/{figure}.pdf",
     log:
         "logs/plot_study_figure_on/{problem_set}/{study}/{eval_set}/{figure}.log",
-    conda:
-        "../envs/isocompute.yaml"
     wildcard_constraints:
         figure="fig05_frontier|fig06_nstar",
+    conda:
+        "../envs/isocompute.yaml"
     params:
         figures=config["figures"],
         metric=config["fits"]["metric"],
