@@ -102,3 +102,15 @@ def test_paper_ablations_are_counted_over_the_paper_preset(paper: pd.DataFrame) 
     added = rows["gpu_hours"].sum() - paper["gpu_hours"].sum()
     assert added == pytest.approx(13 * (8 * 2880 + 1 * 720) / 60)
     assert rows.loc["plot_ablation_figure", "jobs"] == 6 and rows.loc["fit_study", "jobs"] == paper.loc["fit_study", "jobs"]
+
+
+def test_paper_data_ablations_are_counted_over_the_paper_preset(paper: pd.DataFrame) -> None:
+    rows = plan([PAPER, REPO / "config" / "presets" / "paper_data_ablations.yaml"], directory=REPO).set_index("rule")
+    # Six new sets (extremely hard, two mixtures, three sizes) x five n; the paper's sweep is unchanged.
+    assert rows.loc["train_grpo", "jobs"] == paper.loc["train_grpo", "jobs"] + 30
+    assert rows.loc["evaluate_run", "jobs"] == paper.loc["evaluate_run", "jobs"] + 30
+    # Each mixture's five runs on Easy's and on Hard's validation sets; one staged pass@128 on one GPU.
+    assert rows.loc["evaluate_run_on", "jobs"] == 20 and rows.loc["score_pass_at", "jobs"] == 1
+    added = rows["gpu_hours"].sum() - paper["gpu_hours"].sum()
+    assert added == pytest.approx(30 * (8 * 2880 + 720) / 60 + 20 * 720 / 60 + 480 / 60 + 6 * 60 / 60)
+    assert rows.loc["plot_data_figure", "jobs"] == 3

@@ -34,7 +34,7 @@ from isocompute.specs import (
 
 # Keys of `vllm.LLM` that other config keys set: `generation.vllm_engine_kwargs` may not repeat them.
 VLLM_ENGINE_RESERVED = ("model", "seed", "tensor_parallel_size")
-GENERATION_RULES = ("score_difficulty", "evaluate_base_model", "evaluate_run")
+GENERATION_RULES = ("score_difficulty", "score_pass_at", "evaluate_base_model", "evaluate_run")
 from isocompute.studies import Study, StudyError, configured_studies
 
 Config = Mapping[str, Any]
