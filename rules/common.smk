@@ -8,6 +8,22 @@ study_config.validate_config(
     config, workflow.source_path("../workflow/schemas/config.schema.yaml")
 )
 GRID = study_config.check_config(config)
+ROOTS = study_config.output_roots(config)
+
+
+def results(path):
+    """A path under the study's results root (`results_root`, default `results`)."""
+    return f"{ROOTS['results']}/{path}"
+
+
+def logs(path):
+    return f"{ROOTS['logs']}/{path}"
+
+
+def benchmarks(path):
+    return f"{ROOTS['benchmarks']}/{path}"
+
+
 # A problem table or base model that later jobs could not use stops the study here, before any job.
 inputs.check_inputs(config)
 STUDIES = study_config.studies_of(config, GRID)
@@ -69,24 +85,24 @@ def study_of(wildcards):
 
 
 def get_problem_pool():
-    return "results/problems/pool.parquet"
+    return results("problems/pool.parquet")
 
 
 def get_base_model_input():
     """A file dependency only when the pipeline builds the model itself."""
-    return [] if config["base_model"]["pretrained"] else ["results/base_model/model"]
+    return [] if config["base_model"]["pretrained"] else [results("base_model/model")]
 
 
 def get_difficulty_shards():
     return expand(
-        "results/difficulty/shards/shard{shard}.parquet",
+        results("difficulty/shards/shard{shard}.parquet"),
         shard=range(config["difficulty"]["shards"]),
     )
 
 
 def run_files(points, name, stage="evaluation"):
     """One file (`evals.parquet`, `val_counts.parquet`, ...; of `stage`) of each run."""
-    return [f"results/{stage}/{p.problem_set}/{p.run}/{name}" for p in points]
+    return [results(f"{stage}/{p.problem_set}/{p.run}/{name}") for p in points]
 
 
 def get_study_fit_inputs(wildcards):
@@ -94,13 +110,15 @@ def get_study_fit_inputs(wildcards):
     return {
         "evals": run_files(runs, "evals.parquet"),
         "val_counts": run_files(runs, "val_counts.parquet"),
-        "base": f"results/evaluation/{wildcards.problem_set}/base_model.parquet",
-        "base_counts": f"results/evaluation/{wildcards.problem_set}/base_counts.parquet",
+        "base": results(f"evaluation/{wildcards.problem_set}/base_model.parquet"),
+        "base_counts": results(
+            f"evaluation/{wildcards.problem_set}/base_counts.parquet"
+        ),
     }
 
 
 def study_fits(study):
-    return f"results/fits/{study.problem_set}/{study.name}/fits.json"
+    return results(f"fits/{study.problem_set}/{study.name}/fits.json")
 
 
 def study_lr(wildcards):
@@ -114,7 +132,7 @@ def get_study_figure_inputs(wildcards):
     study = study_of(wildcards)
     inputs = {"fits": [study_fits(study)]}
     if wildcards.figure in ("fig05_frontier", "fig10_joint_frontier"):
-        inputs["base"] = [f"results/evaluation/{study.problem_set}/base_model.parquet"]
+        inputs["base"] = [results(f"evaluation/{study.problem_set}/base_model.parquet")]
     if wildcards.figure == "fig12_train_pass_rates":
         runs = sorted(study.runs(GRID), key=lambda p: (p.seed, p.n))
         extremes = [runs[0], max(runs, key=lambda p: (p.n, -p.seed))]
@@ -145,7 +163,7 @@ def get_ablation_figure_inputs(wildcards):
     return {
         "logs": run_files(runs, "train_log.parquet", stage="train"),
         "evals": run_files(runs, "evals.parquet"),
-        "base": [f"results/evaluation/{wildcards.problem_set}/base_model.parquet"],
+        "base": [results(f"evaluation/{wildcards.problem_set}/base_model.parquet")],
     }
 
 
@@ -187,7 +205,7 @@ def figure_paths(figure):
             f"{s.problem_set}/{s.name}" for s in STUDIES if kind in ("study", s.kind)
         ]
     return [
-        f"results/figures/{folder}/{figure}.{ext}"
+        results(f"figures/{folder}/{figure}.{ext}")
         for folder in folders
         for ext in ("png", "pdf")
     ]
@@ -199,7 +217,7 @@ def recommendation_paths():
     with_fits = sorted(
         {s.problem_set for s in STUDIES if s.kind in ("joint", "fixed_b_problem")}
     )
-    return [f"results/recommendations/{p}.md" for p in with_fits]
+    return [results(f"recommendations/{p}.md") for p in with_fits]
 
 
 def get_study_outputs():
@@ -207,10 +225,10 @@ def get_study_outputs():
     return [
         *(path for figure in FIGURES for path in figure_paths(figure)),
         *recommendation_paths(),
-        "results/evaluation/evals.csv",
+        results("evaluation/evals.csv"),
     ]
 
 
 def get_final_output():
     """Everything `snakemake` with no target builds: the study's answers and the results index."""
-    return [*get_study_outputs(), "results/README.md"]
+    return [*get_study_outputs(), results("README.md")]

@@ -3,13 +3,13 @@
 
 rule evaluate_base_model:
     input:
-        val="results/problem_sets/{problem_set}/val.parquet",
+        val=results("problem_sets/{problem_set}/val.parquet"),
         model=get_base_model_input(),
     output:
-        evals="results/evaluation/{problem_set}/base_model.parquet",
-        counts="results/evaluation/{problem_set}/base_counts.parquet",
+        evals=results("evaluation/{problem_set}/base_model.parquet"),
+        counts=results("evaluation/{problem_set}/base_counts.parquet"),
     log:
-        "logs/evaluate_base_model/{problem_set}.log",
+        logs("evaluate_base_model/{problem_set}.log"),
     conda:
         "../envs/isocompute.yaml"
     threads: 1
@@ -28,17 +28,19 @@ rule evaluate_base_model:
 
 rule evaluate_run:
     input:
-        val="results/problem_sets/{problem_set}/val.parquet",
-        train="results/problem_sets/{problem_set}/train.parquet",
-        checkpoints="results/train/{problem_set}/{run}/checkpoints.json",
+        val=results("problem_sets/{problem_set}/val.parquet"),
+        train=results("problem_sets/{problem_set}/train.parquet"),
+        checkpoints=results("train/{problem_set}/{run}/checkpoints.json"),
     output:
-        evals="results/evaluation/{problem_set}/{run}/evals.parquet",
-        val_counts="results/evaluation/{problem_set}/{run}/val_counts.parquet",
-        train_pass_rates="results/evaluation/{problem_set}/{run}/train_pass_rates.parquet",
+        evals=results("evaluation/{problem_set}/{run}/evals.parquet"),
+        val_counts=results("evaluation/{problem_set}/{run}/val_counts.parquet"),
+        train_pass_rates=results(
+            "evaluation/{problem_set}/{run}/train_pass_rates.parquet"
+        ),
     log:
-        "logs/evaluate_run/{problem_set}/{run}.log",
+        logs("evaluate_run/{problem_set}/{run}.log"),
     benchmark:
-        "benchmarks/evaluate_run/{problem_set}/{run}.tsv"
+        benchmarks("evaluate_run/{problem_set}/{run}.tsv")
     conda:
         "../envs/isocompute.yaml"
     threads: 1
@@ -59,9 +61,9 @@ rule gather_evaluations:
     input:
         evals=run_files(GRID, "evals.parquet"),
     output:
-        table="results/evaluation/evals.csv",
+        table=results("evaluation/evals.csv"),
     log:
-        "logs/gather_evaluations.log",
+        logs("gather_evaluations.log"),
     conda:
         "../envs/isocompute.yaml"
     script:

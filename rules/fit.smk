@@ -6,11 +6,11 @@ rule fit_study:
     input:
         unpack(get_study_fit_inputs),
     output:
-        fits="results/fits/{problem_set}/{study}/fits.json",
+        fits=results("fits/{problem_set}/{study}/fits.json"),
     log:
-        "logs/fit_study/{problem_set}/{study}.log",
+        logs("fit_study/{problem_set}/{study}.log"),
     benchmark:
-        "benchmarks/fit_study/{problem_set}/{study}.tsv"
+        benchmarks("fit_study/{problem_set}/{study}.tsv")
     conda:
         "../envs/isocompute.yaml"
     params:
@@ -27,10 +27,10 @@ rule recommend_allocation:
     input:
         fits=get_recommendation_fits,
     output:
-        advice="results/recommendations/{problem_set}.md",
-        table="results/recommendations/{problem_set}.json",
+        advice=results("recommendations/{problem_set}.md"),
+        table=results("recommendations/{problem_set}.json"),
     log:
-        "logs/recommend_allocation/{problem_set}.log",
+        logs("recommend_allocation/{problem_set}.log"),
     conda:
         "../envs/isocompute.yaml"
     params:

@@ -4,19 +4,19 @@
 rule build_problem_sets:
     input:
         pool=get_problem_pool(),
-        difficulty="results/difficulty/problem_difficulty.parquet",
+        difficulty=results("difficulty/problem_difficulty.parquet"),
     output:
         train=expand(
-            "results/problem_sets/{problem_set}/train.parquet",
+            results("problem_sets/{problem_set}/train.parquet"),
             problem_set=config["problem_sets"],
         ),
         val=expand(
-            "results/problem_sets/{problem_set}/val.parquet",
+            results("problem_sets/{problem_set}/val.parquet"),
             problem_set=config["problem_sets"],
         ),
-        summary="results/problem_sets/summary.json",
+        summary=results("problem_sets/summary.json"),
     log:
-        "logs/build_problem_sets.log",
+        logs("build_problem_sets.log"),
     conda:
         "../envs/isocompute.yaml"
     params:
