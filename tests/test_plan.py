@@ -46,7 +46,8 @@ def test_embedded_default_requests_no_gpu(capsys: pytest.CaptureFixture[str]) ->
     assert main(["plan", "--directory", str(REPO), "--snakefile", str(REPO / "Snakefile")]) == 0
     lines = capsys.readouterr().out.splitlines()
     train = next(line.split() for line in lines if line.startswith("train_grpo "))
-    assert train[1] == "7"
+    # Easy: five n at B_problem = 16 and three at B = 128 (n = 8 shared); Hard: three n at B_problem = 16.
+    assert train[1] == "10"
     assert lines[-1].split()[0] == "total" and lines[-1].split()[-1] == "0.0"
 
 
