@@ -3,12 +3,12 @@
 
 rule pretrain_base_model:
     output:
-        model=directory("results/base_model/model"),
-        losses="results/base_model/pretrain_log.parquet",
+        model=directory(results("base_model/model")),
+        losses=results("base_model/pretrain_log.parquet"),
     log:
-        "logs/pretrain_base_model.log",
+        logs("pretrain_base_model.log"),
     benchmark:
-        "benchmarks/pretrain_base_model.tsv"
+        benchmarks("pretrain_base_model.tsv")
     conda:
         "../envs/isocompute.yaml"
     threads: 1

@@ -13,6 +13,22 @@ PROBLEM_SETS = study_config.problem_sets(config)
 # Validation sets beyond each set's own, and the out-of-domain problem tables among them.
 EXTRA_EVALUATION = study_config.evaluation_sets(config)
 OUT_OF_DOMAIN = study_config.out_of_domain_tables(config)
+ROOTS = study_config.output_roots(config)
+
+
+def results(path):
+    """A path under the study's results root (`results_root`, default `results`)."""
+    return f"{ROOTS['results']}/{path}"
+
+
+def logs(path):
+    return f"{ROOTS['logs']}/{path}"
+
+
+def benchmarks(path):
+    return f"{ROOTS['benchmarks']}/{path}"
+
+
 # A problem table or base model that later jobs could not use stops the study here, before any job.
 inputs.check_inputs(config)
 STUDIES = study_config.studies_of(config, GRID)
@@ -82,12 +98,12 @@ def study_of(wildcards):
 
 
 def get_problem_pool():
-    return "results/problems/pool.parquet"
+    return results("problems/pool.parquet")
 
 
 def get_base_model_input():
     """A file dependency only when the pipeline builds the model itself."""
-    return [] if config["base_model"]["pretrained"] else ["results/base_model/model"]
+    return [] if config["base_model"]["pretrained"] else [results("base_model/model")]
 
 
 def get_problem_set_inputs(wildcards):
@@ -95,9 +111,9 @@ def get_problem_set_inputs(wildcards):
     build = PROBLEM_SETS[wildcards.problem_set]["build"]
     return {
         "pool": get_problem_pool(),
-        "difficulty": "results/difficulty/problem_difficulty.parquet",
+        "difficulty": results("difficulty/problem_difficulty.parquet"),
         "pass_at": [
-            f"results/difficulty/pass_at{k}.parquet"
+            results(f"difficulty/pass_at{k}.parquet")
             for k in study_config.pass_at_ks(build)
         ],
     }
@@ -105,14 +121,14 @@ def get_problem_set_inputs(wildcards):
 
 def get_difficulty_shards():
     return expand(
-        "results/difficulty/shards/shard{shard}.parquet",
+        results("difficulty/shards/shard{shard}.parquet"),
         shard=range(config["difficulty"]["shards"]),
     )
 
 
 def run_files(points, name, stage="evaluation"):
     """One file (`evals.parquet`, `val_counts.parquet`, ...; of `stage`) of each run."""
-    return [f"results/{stage}/{p.problem_set}/{p.run}/{name}" for p in points]
+    return [results(f"{stage}/{p.problem_set}/{p.run}/{name}") for p in points]
 
 
 def get_study_fit_inputs(wildcards):
@@ -120,13 +136,15 @@ def get_study_fit_inputs(wildcards):
     return {
         "evals": run_files(runs, "evals.parquet"),
         "val_counts": run_files(runs, "val_counts.parquet"),
-        "base": f"results/evaluation/{wildcards.problem_set}/base_model.parquet",
-        "base_counts": f"results/evaluation/{wildcards.problem_set}/base_counts.parquet",
+        "base": results(f"evaluation/{wildcards.problem_set}/base_model.parquet"),
+        "base_counts": results(
+            f"evaluation/{wildcards.problem_set}/base_counts.parquet"
+        ),
     }
 
 
 def study_fits(study):
-    return f"results/fits/{study.problem_set}/{study.name}/fits.json"
+    return results(f"fits/{study.problem_set}/{study.name}/fits.json")
 
 
 def study_lr(wildcards):
@@ -140,7 +158,7 @@ def get_study_figure_inputs(wildcards):
     study = study_of(wildcards)
     inputs = {"fits": [study_fits(study)]}
     if wildcards.figure in ("fig05_frontier", "fig10_joint_frontier"):
-        inputs["base"] = [f"results/evaluation/{study.problem_set}/base_model.parquet"]
+        inputs["base"] = [results(f"evaluation/{study.problem_set}/base_model.parquet")]
     if wildcards.figure == "fig12_train_pass_rates":
         runs = sorted(study.runs(GRID), key=lambda p: (p.seed, p.n))
         extremes = [runs[0], max(runs, key=lambda p: (p.n, -p.seed))]
@@ -171,7 +189,7 @@ def get_ablation_figure_inputs(wildcards):
     return {
         "logs": run_files(runs, "train_log.parquet", stage="train"),
         "evals": run_files(runs, "evals.parquet"),
-        "base": [f"results/evaluation/{wildcards.problem_set}/base_model.parquet"],
+        "base": [results(f"evaluation/{wildcards.problem_set}/base_model.parquet")],
     }
 
 
@@ -253,8 +271,8 @@ def data_figure_labels(wildcards):
 def eval_table(eval_set):
     """The validation problems of an evaluation set: a problem set's, or an out-of-domain table."""
     if eval_set in OUT_OF_DOMAIN:
-        return f"results/out_of_domain/{eval_set}.parquet"
-    return f"results/problem_sets/{eval_set}/val.parquet"
+        return results(f"out_of_domain/{eval_set}.parquet")
+    return results(f"problem_sets/{eval_set}/val.parquet")
 
 
 def get_eval_table(wildcards):
@@ -268,8 +286,8 @@ def get_study_fit_on_inputs(wildcards):
     return {
         "evals": run_files(runs, f"{on}/evals.parquet"),
         "val_counts": run_files(runs, f"{on}/val_counts.parquet"),
-        "base": f"results/evaluation/{wildcards.eval_set}/base_model.parquet",
-        "base_counts": f"results/evaluation/{wildcards.eval_set}/base_counts.parquet",
+        "base": results(f"evaluation/{wildcards.eval_set}/base_model.parquet"),
+        "base_counts": results(f"evaluation/{wildcards.eval_set}/base_counts.parquet"),
     }
 
 
@@ -277,7 +295,7 @@ def fits_on(study, eval_set):
     """A study's fits on its own validation set (eval_set None) or on another."""
     if eval_set is None:
         return study_fits(study)
-    return f"results/fits/{study.problem_set}/{study.name}/on_{eval_set}/fits.json"
+    return results(f"fits/{study.problem_set}/{study.name}/on_{eval_set}/fits.json")
 
 
 def extra_evaluation_paths():
@@ -288,7 +306,7 @@ def extra_evaluation_paths():
         for other in others:
             paths += run_files(runs, f"on_{other}/evals.parquet")
             paths += [
-                f"results/figures/{name}/{s.name}/on_{other}/{figure}.{ext}"
+                results(f"figures/{name}/{s.name}/on_{other}/{figure}.{ext}")
                 for s in STUDIES
                 if s.problem_set == name and s.kind == "fixed_b_problem"
                 for figure in ("fig05_frontier", "fig06_nstar")
@@ -310,18 +328,20 @@ def get_data_figure_inputs(wildcards):
     pairs = data_figure_sets(wildcards)
     inputs = {
         "fits": [fits_on(data_study(s), on) for s, on in pairs],
-        "base": [f"results/evaluation/{on or s}/base_model.parquet" for s, on in pairs],
+        "base": [
+            results(f"evaluation/{on or s}/base_model.parquet") for s, on in pairs
+        ],
     }
     if wildcards.data_figure == "fig14_train_vs_val":
         inputs["train_fits"] = [
-            f"results/fits/{s}/{data_study(s).name}/train_fits.json" for s, _ in pairs
+            results(f"fits/{s}/{data_study(s).name}/train_fits.json") for s, _ in pairs
         ]
     return inputs
 
 
 def data_figure_paths(figure=None):
     return [
-        f"results/figures/data/{instance}.{ext}"
+        results(f"figures/data/{instance}.{ext}")
         for instance in DATA_FIGURE_SETS
         if figure is None or instance.startswith(f"{figure}_")
         for ext in ("png", "pdf")
@@ -359,7 +379,7 @@ def figure_paths(figure):
             f"{s.problem_set}/{s.name}" for s in STUDIES if kind in ("study", s.kind)
         ]
     return [
-        f"results/figures/{folder}/{figure}.{ext}"
+        results(f"figures/{folder}/{figure}.{ext}")
         for folder in folders
         for ext in ("png", "pdf")
     ]
@@ -371,7 +391,7 @@ def recommendation_paths():
     with_fits = sorted(
         {s.problem_set for s in STUDIES if s.kind in ("joint", "fixed_b_problem")}
     )
-    return [f"results/recommendations/{p}.md" for p in with_fits]
+    return [results(f"recommendations/{p}.md") for p in with_fits]
 
 
 def get_study_outputs():
@@ -381,10 +401,10 @@ def get_study_outputs():
         *data_figure_paths(),
         *extra_evaluation_paths(),
         *recommendation_paths(),
-        "results/evaluation/evals.csv",
+        results("evaluation/evals.csv"),
     ]
 
 
 def get_final_output():
     """Everything `snakemake` with no target builds: the study's answers and the results index."""
-    return [*get_study_outputs(), "results/README.md"]
+    return [*get_study_outputs(), results("README.md")]

@@ -6,11 +6,11 @@ rule fit_train_metrics:
     input:
         unpack(get_train_fit_inputs),
     output:
-        fits="results/fits/{problem_set}/{study}/train_fits.json",
+        fits=results("fits/{problem_set}/{study}/train_fits.json"),
     log:
-        "logs/fit_train_metrics/{problem_set}/{study}.log",
+        logs("fit_train_metrics/{problem_set}/{study}.log"),
     benchmark:
-        "benchmarks/fit_train_metrics/{problem_set}/{study}.tsv"
+        benchmarks("fit_train_metrics/{problem_set}/{study}.tsv")
     conda:
         "../envs/isocompute.yaml"
     params:
@@ -26,14 +26,14 @@ rule plot_data_figure:
         unpack(get_data_figure_inputs),
     output:
         png=report(
-            "results/figures/data/{data_figure}_{instance}.png",
+            results("figures/data/{data_figure}_{instance}.png"),
             caption="../workflow/report/figure.rst",
             category="{data_figure}",
             subcategory="{instance}",
         ),
-        pdf="results/figures/data/{data_figure}_{instance}.pdf",
+        pdf=results("figures/data/{data_figure}_{instance}.pdf"),
     log:
-        "logs/plot_data_figure/{data_figure}_{instance}.log",
+        logs("plot_data_figure/{data_figure}_{instance}.log"),
     conda:
         "../envs/isocompute.yaml"
     params:

@@ -6,11 +6,11 @@ rule score_difficulty:
         pool=get_problem_pool(),
         model=get_base_model_input(),
     output:
-        shard="results/difficulty/shards/shard{shard}.parquet",
+        shard=results("difficulty/shards/shard{shard}.parquet"),
     log:
-        "logs/score_difficulty/shard{shard}.log",
+        logs("score_difficulty/shard{shard}.log"),
     benchmark:
-        "benchmarks/score_difficulty/shard{shard}.tsv"
+        benchmarks("score_difficulty/shard{shard}.tsv")
     conda:
         "../envs/isocompute.yaml"
     threads: 1
@@ -31,9 +31,9 @@ rule gather_difficulty:
     input:
         shards=get_difficulty_shards(),
     output:
-        difficulty="results/difficulty/problem_difficulty.parquet",
+        difficulty=results("difficulty/problem_difficulty.parquet"),
     log:
-        "logs/gather_difficulty.log",
+        logs("gather_difficulty.log"),
     conda:
         "../envs/isocompute.yaml"
     script:

@@ -3,10 +3,10 @@
 
 rule import_out_of_domain:
     output:
-        table="results/out_of_domain/{eval_set}.parquet",
-        excluded="results/out_of_domain/{eval_set}_excluded.parquet",
+        table=results("out_of_domain/{eval_set}.parquet"),
+        excluded=results("out_of_domain/{eval_set}_excluded.parquet"),
     log:
-        "logs/import_out_of_domain/{eval_set}.log",
+        logs("import_out_of_domain/{eval_set}.log"),
     conda:
         "../envs/isocompute.yaml"
     params:
@@ -22,10 +22,10 @@ rule evaluate_base_model:
         val=get_eval_table,
         model=get_base_model_input(),
     output:
-        evals="results/evaluation/{eval_set}/base_model.parquet",
-        counts="results/evaluation/{eval_set}/base_counts.parquet",
+        evals=results("evaluation/{eval_set}/base_model.parquet"),
+        counts=results("evaluation/{eval_set}/base_counts.parquet"),
     log:
-        "logs/evaluate_base_model/{eval_set}.log",
+        logs("evaluate_base_model/{eval_set}.log"),
     conda:
         "../envs/isocompute.yaml"
     threads: 1
@@ -44,17 +44,19 @@ rule evaluate_base_model:
 
 rule evaluate_run:
     input:
-        val="results/problem_sets/{problem_set}/val.parquet",
-        train="results/problem_sets/{problem_set}/train.parquet",
-        checkpoints="results/train/{problem_set}/{run}/checkpoints.json",
+        val=results("problem_sets/{problem_set}/val.parquet"),
+        train=results("problem_sets/{problem_set}/train.parquet"),
+        checkpoints=results("train/{problem_set}/{run}/checkpoints.json"),
     output:
-        evals="results/evaluation/{problem_set}/{run}/evals.parquet",
-        val_counts="results/evaluation/{problem_set}/{run}/val_counts.parquet",
-        train_pass_rates="results/evaluation/{problem_set}/{run}/train_pass_rates.parquet",
+        evals=results("evaluation/{problem_set}/{run}/evals.parquet"),
+        val_counts=results("evaluation/{problem_set}/{run}/val_counts.parquet"),
+        train_pass_rates=results(
+            "evaluation/{problem_set}/{run}/train_pass_rates.parquet"
+        ),
     log:
-        "logs/evaluate_run/{problem_set}/{run}.log",
+        logs("evaluate_run/{problem_set}/{run}.log"),
     benchmark:
-        "benchmarks/evaluate_run/{problem_set}/{run}.tsv"
+        benchmarks("evaluate_run/{problem_set}/{run}.tsv")
     conda:
         "../envs/isocompute.yaml"
     threads: 1
@@ -74,14 +76,16 @@ rule evaluate_run:
 rule evaluate_run_on:
     input:
         val=get_eval_table,
-        checkpoints="results/train/{problem_set}/{run}/checkpoints.json",
+        checkpoints=results("train/{problem_set}/{run}/checkpoints.json"),
     output:
-        evals="results/evaluation/{problem_set}/{run}/on_{eval_set}/evals.parquet",
-        val_counts="results/evaluation/{problem_set}/{run}/on_{eval_set}/val_counts.parquet",
+        evals=results("evaluation/{problem_set}/{run}/on_{eval_set}/evals.parquet"),
+        val_counts=results(
+            "evaluation/{problem_set}/{run}/on_{eval_set}/val_counts.parquet"
+        ),
     log:
-        "logs/evaluate_run_on/{problem_set}/{run}/{eval_set}.log",
+        logs("evaluate_run_on/{problem_set}/{run}/{eval_set}.log"),
     benchmark:
-        "benchmarks/evaluate_run_on/{problem_set}/{run}/{eval_set}.tsv"
+        benchmarks("evaluate_run_on/{problem_set}/{run}/{eval_set}.tsv")
     conda:
         "../envs/isocompute.yaml"
     threads: 1
@@ -102,9 +106,9 @@ rule gather_evaluations:
     input:
         evals=run_files(GRID, "evals.parquet"),
     output:
-        table="results/evaluation/evals.csv",
+        table=results("evaluation/evals.csv"),
     log:
-        "logs/gather_evaluations.log",
+        logs("gather_evaluations.log"),
     conda:
         "../envs/isocompute.yaml"
     script:

@@ -7,14 +7,14 @@ rule plot_study_figure:
         unpack(get_study_figure_inputs),
     output:
         png=report(
-            "results/figures/{problem_set}/{study}/{figure}.png",
+            results("figures/{problem_set}/{study}/{figure}.png"),
             caption="../workflow/report/figure.rst",
             category="{figure}",
             subcategory="{problem_set} {study}",
         ),
-        pdf="results/figures/{problem_set}/{study}/{figure}.pdf",
+        pdf=results("figures/{problem_set}/{study}/{figure}.pdf"),
     log:
-        "logs/plot_study_figure/{problem_set}/{study}/{figure}.log",
+        logs("plot_study_figure/{problem_set}/{study}/{figure}.log"),
     conda:
         "../envs/isocompute.yaml"
     params:
@@ -27,18 +27,18 @@ rule plot_study_figure:
 
 rule plot_study_figure_on:
     input:
-        fits="results/fits/{problem_set}/{study}/on_{eval_set}/fits.json",
-        base="results/evaluation/{eval_set}/base_model.parquet",
+        fits=results("fits/{problem_set}/{study}/on_{eval_set}/fits.json"),
+        base=results("evaluation/{eval_set}/base_model.parquet"),
     output:
         png=report(
-            "results/figures/{problem_set}/{study}/on_{eval_set}/{figure}.png",
+            results("figures/{problem_set}/{study}/on_{eval_set}/{figure}.png"),
             caption="../workflow/report/figure.rst",
             category="{figure}",
             subcategory="{problem_set} {study} on {eval_set}",
         ),
-        pdf="results/figures/{problem_set}/{study}/on_{eval_set}/{figure}.pdf",
+        pdf=results("figures/{problem_set}/{study}/on_{eval_set}/{figure}.pdf"),
     log:
-        "logs/plot_study_figure_on/{problem_set}/{study}/{eval_set}/{figure}.log",
+        logs("plot_study_figure_on/{problem_set}/{study}/{eval_set}/{figure}.log"),
     wildcard_constraints:
         figure="fig05_frontier|fig06_nstar",
     conda:
@@ -56,14 +56,14 @@ rule plot_set_figure:
         unpack(get_set_figure_inputs),
     output:
         png=report(
-            "results/figures/{problem_set}/{figure}.png",
+            results("figures/{problem_set}/{figure}.png"),
             caption="../workflow/report/figure.rst",
             category="{figure}",
             subcategory="{problem_set}",
         ),
-        pdf="results/figures/{problem_set}/{figure}.pdf",
+        pdf=results("figures/{problem_set}/{figure}.pdf"),
     log:
-        "logs/plot_set_figure/{problem_set}/{figure}.log",
+        logs("plot_set_figure/{problem_set}/{figure}.log"),
     conda:
         "../envs/isocompute.yaml"
     params:
@@ -79,14 +79,14 @@ rule plot_ablation_figure:
         unpack(get_ablation_figure_inputs),
     output:
         png=report(
-            "results/figures/{problem_set}/{ablation}/{figure}.png",
+            results("figures/{problem_set}/{ablation}/{figure}.png"),
             caption="../workflow/report/figure.rst",
             category="{figure}",
             subcategory="{problem_set} {ablation}",
         ),
-        pdf="results/figures/{problem_set}/{ablation}/{figure}.pdf",
+        pdf=results("figures/{problem_set}/{ablation}/{figure}.pdf"),
     log:
-        "logs/plot_ablation_figure/{problem_set}/{ablation}/{figure}.log",
+        logs("plot_ablation_figure/{problem_set}/{ablation}/{figure}.log"),
     conda:
         "../envs/isocompute.yaml"
     params:
@@ -110,9 +110,9 @@ rule write_results_index:
     input:
         get_study_outputs(),
     output:
-        index="results/README.md",
+        index=results("README.md"),
     log:
-        "logs/write_results_index.log",
+        logs("write_results_index.log"),
     conda:
         "../envs/isocompute.yaml"
     script:

@@ -6,11 +6,11 @@ rule fit_study:
     input:
         unpack(get_study_fit_inputs),
     output:
-        fits="results/fits/{problem_set}/{study}/fits.json",
+        fits=results("fits/{problem_set}/{study}/fits.json"),
     log:
-        "logs/fit_study/{problem_set}/{study}.log",
+        logs("fit_study/{problem_set}/{study}.log"),
     benchmark:
-        "benchmarks/fit_study/{problem_set}/{study}.tsv"
+        benchmarks("fit_study/{problem_set}/{study}.tsv")
     conda:
         "../envs/isocompute.yaml"
     params:
@@ -27,11 +27,11 @@ rule fit_study_on:
     input:
         unpack(get_study_fit_on_inputs),
     output:
-        fits="results/fits/{problem_set}/{study}/on_{eval_set}/fits.json",
+        fits=results("fits/{problem_set}/{study}/on_{eval_set}/fits.json"),
     log:
-        "logs/fit_study_on/{problem_set}/{study}/{eval_set}.log",
+        logs("fit_study_on/{problem_set}/{study}/{eval_set}.log"),
     benchmark:
-        "benchmarks/fit_study_on/{problem_set}/{study}/{eval_set}.tsv"
+        benchmarks("fit_study_on/{problem_set}/{study}/{eval_set}.tsv")
     conda:
         "../envs/isocompute.yaml"
     params:
@@ -48,10 +48,10 @@ rule recommend_allocation:
     input:
         fits=get_recommendation_fits,
     output:
-        advice="results/recommendations/{problem_set}.md",
-        table="results/recommendations/{problem_set}.json",
+        advice=results("recommendations/{problem_set}.md"),
+        table=results("recommendations/{problem_set}.json"),
     log:
-        "logs/recommend_allocation/{problem_set}.log",
+        logs("recommend_allocation/{problem_set}.log"),
     conda:
         "../envs/isocompute.yaml"
     params:

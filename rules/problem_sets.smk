@@ -5,15 +5,15 @@
 rule score_pass_at:
     input:
         pool=get_problem_pool(),
-        difficulty="results/difficulty/problem_difficulty.parquet",
+        difficulty=results("difficulty/problem_difficulty.parquet"),
         model=get_base_model_input(),
     output:
-        table="results/difficulty/pass_at{k}.parquet",
-        summary="results/difficulty/pass_at{k}.json",
+        table=results("difficulty/pass_at{k}.parquet"),
+        summary=results("difficulty/pass_at{k}.json"),
     log:
-        "logs/score_pass_at/pass_at{k}.log",
+        logs("score_pass_at/pass_at{k}.log"),
     benchmark:
-        "benchmarks/score_pass_at/pass_at{k}.tsv"
+        benchmarks("score_pass_at/pass_at{k}.tsv")
     conda:
         "../envs/isocompute.yaml"
     threads: 1
@@ -33,11 +33,11 @@ rule build_problem_sets:
     input:
         unpack(get_problem_set_inputs),
     output:
-        train="results/problem_sets/{problem_set}/train.parquet",
-        val="results/problem_sets/{problem_set}/val.parquet",
-        summary="results/problem_sets/{problem_set}/summary.json",
+        train=results("problem_sets/{problem_set}/train.parquet"),
+        val=results("problem_sets/{problem_set}/val.parquet"),
+        summary=results("problem_sets/{problem_set}/summary.json"),
     log:
-        "logs/build_problem_sets/{problem_set}.log",
+        logs("build_problem_sets/{problem_set}.log"),
     conda:
         "../envs/isocompute.yaml"
     params:

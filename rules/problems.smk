@@ -5,9 +5,9 @@ if config["problems"]["source"] == "synthetic_addition":
 
     rule make_problem_pool:
         output:
-            pool="results/problems/pool.parquet",
+            pool=results("problems/pool.parquet"),
         log:
-            "logs/make_problem_pool.log",
+            logs("make_problem_pool.log"),
         conda:
             "../envs/isocompute.yaml"
         params:
@@ -20,10 +20,10 @@ else:
 
     rule import_problem_table:
         output:
-            pool="results/problems/pool.parquet",
-            excluded="results/problems/excluded.parquet",
+            pool=results("problems/pool.parquet"),
+            excluded=results("problems/excluded.parquet"),
         log:
-            "logs/import_problem_table.log",
+            logs("import_problem_table.log"),
         conda:
             "../envs/isocompute.yaml"
         params:

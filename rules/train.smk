@@ -3,15 +3,15 @@
 
 rule train_grpo:
     input:
-        train="results/problem_sets/{problem_set}/train.parquet",
+        train=results("problem_sets/{problem_set}/train.parquet"),
         model=get_base_model_input(),
     output:
-        log_table="results/train/{problem_set}/{run}/train_log.parquet",
-        checkpoints="results/train/{problem_set}/{run}/checkpoints.json",
+        log_table=results("train/{problem_set}/{run}/train_log.parquet"),
+        checkpoints=results("train/{problem_set}/{run}/checkpoints.json"),
     log:
-        "logs/train_grpo/{problem_set}/{run}.log",
+        logs("train_grpo/{problem_set}/{run}.log"),
     benchmark:
-        "benchmarks/train_grpo/{problem_set}/{run}.tsv"
+        benchmarks("train_grpo/{problem_set}/{run}.tsv")
     conda:
         "../envs/isocompute.yaml"
     threads: 1

@@ -37,7 +37,8 @@ def test_paper_preset_gpu_hours(paper: pd.DataFrame) -> None:
 def test_total_line_is_the_sum_of_the_rows(paper: pd.DataFrame) -> None:
     text = format_table(paper.reset_index())
     total = text.splitlines()[-1].split()
-    assert total[0] == "total" and int(total[1]) == paper["jobs"].sum() == 264
+    # 265: one build_problem_sets job per set (Easy, Hard)
+    assert total[0] == "total" and int(total[1]) == paper["jobs"].sum() == 265
     assert float(total[-1].replace(",", "")) == pytest.approx(paper["gpu_hours"].sum())
     assert paper["gpu_hours"].sum() == pytest.approx(66 * 8 * 48 + 66 * 12 + 32 * 4 + 2 * 1)
 
@@ -46,7 +47,8 @@ def test_embedded_default_requests_no_gpu(capsys: pytest.CaptureFixture[str]) ->
     assert main(["plan", "--directory", str(REPO), "--snakefile", str(REPO / "Snakefile")]) == 0
     lines = capsys.readouterr().out.splitlines()
     train = next(line.split() for line in lines if line.startswith("train_grpo "))
-    assert train[1] == "7"
+    # Easy: five n at B_problem = 16 and three at B = 128 (n = 8 shared); Hard: three n at B_problem = 16.
+    assert train[1] == "10"
     assert lines[-1].split()[0] == "total" and lines[-1].split()[-1] == "0.0"
 
 

@@ -147,6 +147,21 @@ def test_a_new_device_layout_reruns_no_training(study: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_second_results_root_is_a_separate_study_beside_the_first(study: Path) -> None:
+    """Another base model's study (its own `results_root`) plans every job anew, under its own folders."""
+    (study / "other_root.yaml").write_text("results_root: results_other_model\n")
+    result = snakemake(study, "-n", "--quiet", "all", configfiles=(MICRO, "other_root.yaml"))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "train_grpo" in result.stdout and "pretrain_base_model" in result.stdout
+    detailed = snakemake(study, "-n", "-p", configfiles=(MICRO, "other_root.yaml"))
+    text = detailed.stdout + detailed.stderr
+    assert "results_other_model/fits/easy/bp4/fits.json" in text
+    assert "logs/results_other_model/train_grpo/easy/" in text
+    assert "results/fits/" not in text.replace("results_other_model/fits/", "")
+    assert snakemake(study, "-n").stdout.count("train_grpo") == 0
+
+
+@pytest.mark.slow
 def test_a_plotting_option_reruns_only_that_figure(study: Path) -> None:
     (study / "style.yaml").write_text("figures:\n  palette: magma\n")
     frontier = study / "results/figures/easy/bp4/fig05_frontier.png"

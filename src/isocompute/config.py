@@ -44,6 +44,20 @@ class ConfigError(ValueError):
     """A config that cannot give a study; the message names the key."""
 
 
+def output_roots(config: Config) -> dict[str, str]:
+    """Where a study writes its results, logs and benchmarks.
+
+    The default root is `results/` beside `logs/` and `benchmarks/`. Another `results_root` (one per base
+    model, say) keeps its logs and benchmarks in `logs/<root name>/` and `benchmarks/<root name>/`, so
+    several studies live side by side in one clone without sharing a file.
+    """
+    root = str(config.get("results_root", "results")).rstrip("/")
+    if root == "results":
+        return {"results": "results", "logs": "logs", "benchmarks": "benchmarks"}
+    name = Path(root).name
+    return {"results": root, "logs": f"logs/{name}", "benchmarks": f"benchmarks/{name}"}
+
+
 def validate_config(config: Config, schema_path: str | Path) -> None:
     """Check the config against the JSON schema, raising `ConfigError` with the offending key's path.
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from isocompute.config import Config, grid_points, rule_resources
+from isocompute.config import Config, grid_points, output_roots, rule_resources
 from isocompute.grid import GridPoint, total_steps
 from isocompute.progress import Attempt, attempts, read_events
 from isocompute.runlock import trainer_alive
@@ -64,7 +64,7 @@ def study_status(config: Config, directory: Path, now: float) -> tuple[pd.DataFr
     rows = [point_status(config, directory, point, now) for point in grid_points(config)]
     table = pd.DataFrame(rows, columns=COLUMNS)
     table.attrs["metric"] = config["fits"]["metric"]
-    benchmarks = directory / "benchmarks"
+    benchmarks = directory / output_roots(config)["benchmarks"]
     shared = sum(
         _benchmark_hours(path, config, rule)
         for rule in SHARED_RULES
@@ -75,8 +75,9 @@ def study_status(config: Config, directory: Path, now: float) -> tuple[pd.DataFr
 
 def point_status(config: Config, directory: Path, point: GridPoint, now: float) -> dict[str, Any]:
     """The row of one grid point."""
-    run_dir = directory / "results/train" / point.problem_set / point.run
-    eval_dir = directory / "results/evaluation" / point.problem_set / point.run
+    roots = output_roots(config)
+    run_dir = directory / roots["results"] / "train" / point.problem_set / point.run
+    eval_dir = directory / roots["results"] / "evaluation" / point.problem_set / point.run
     bench = f"{point.problem_set}/{point.run}.tsv"
     steps = total_steps(point.batch, int(config["training"]["compute_max"]))
     tried = attempts(read_events(run_dir))
@@ -110,9 +111,9 @@ def point_status(config: Config, directory: Path, point: GridPoint, now: float) 
     if state == "evaluated":
         evals = pd.read_parquet(eval_dir / "evals.parquet")
         val = float(evals[metric].iloc[-1]) if metric in evals.columns and len(evals) else None
-    gpu_hours = _attempt_hours(tried, trained, directory / "benchmarks/train_grpo" / bench, now, live)
-    gpu_hours += _benchmark_hours(directory / "benchmarks/train_grpo" / bench, config, "train_grpo", tried)
-    gpu_hours += _benchmark_hours(directory / "benchmarks/evaluate_run" / bench, config, "evaluate_run")
+    gpu_hours = _attempt_hours(tried, trained, directory / roots["benchmarks"] / "train_grpo" / bench, now, live)
+    gpu_hours += _benchmark_hours(directory / roots["benchmarks"] / "train_grpo" / bench, config, "train_grpo", tried)
+    gpu_hours += _benchmark_hours(directory / roots["benchmarks"] / "evaluate_run" / bench, config, "evaluate_run")
     return {
         "problem_set": point.problem_set,
         "run": point.run,

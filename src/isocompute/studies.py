@@ -109,13 +109,15 @@ def parse_study(problem_set: str, name: str) -> Study:
 def configured_studies(studies: Mapping[str, Any], points: list[GridPoint]) -> list[Study]:
     """Every study the config asks for, on each problem set where the grid has its runs.
 
-    A study with runs on a set needs at least two curves there; a set without its runs is skipped.
+    A study with runs on a set needs at least two curves there; a set without its runs is skipped, and so
+    is the joint study of a set whose runs share one B_problem (it would repeat that fixed-B_problem study).
     """
     result = []
     for problem_set in sorted({p.problem_set for p in points}):
         wanted = [Study(problem_set, "fixed_b_problem", v) for v in studies.get("fixed_b_problem", [])]
         wanted += [Study(problem_set, "fixed_batch", v) for v in studies.get("fixed_batch", [])]
-        if studies.get("joint"):
+        b_problems = {p.b_problem for p in points if p.problem_set == problem_set}
+        if studies.get("joint") and len(b_problems) > 1:
             wanted.append(Study(problem_set, "joint"))
         for study in wanted:
             curves = {(p.b_problem, p.n) for p in study.runs(points)}
