@@ -102,7 +102,7 @@ def test_a_bucket_too_small_names_the_set_key() -> None:
     with pytest.raises(BucketTooSmallError, match=r"problem_sets\.hard: avg@16 in \[0\.0, 0\.0625\] holds \d+ problems"):
         build(spec)
     sweep = ProblemSetSpec("x_size90", ((HARD, 1.0),), train_size=3, val_size=500, key="problem_sets.x.sizes")
-    with pytest.raises(BucketTooSmallError, match=r"problem_sets\.x\.sizes: .* validation reserve, fewer than the 500"):
+    with pytest.raises(BucketTooSmallError, match=r"problem_sets\.x\.sizes: .* problems in the validation reserve, fewer than the 500"):
         build(sweep)
 
 

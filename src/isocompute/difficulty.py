@@ -99,9 +99,9 @@ def build_problem_set(
             taken = set(chosen[part])
             free = [pid for pid in pool["id"][in_bucket(pool, bucket, pass_rates)] if pid not in taken]
             if len(free) < wanted:
-                where = "validation reserve" if part == "val" else "problems outside the validation reserve"
+                where = "in the validation reserve" if part == "val" else "outside the validation reserve"
                 raise BucketTooSmallError(
-                    f"{spec.key or 'problem_sets.' + spec.name}: {bucket.describe()} holds {len(free)} "
+                    f"{spec.key or 'problem_sets.' + spec.name}: {bucket.describe()} holds {len(free)} problems "
                     f"{where}, fewer than the {wanted} its {part} set needs "
                     f"({part}_size {spec.train_size if part == 'train' else spec.val_size} x share {share:g}); "
                     f"widen the bucket, lower the size, change difficulty.validation_share or enlarge the pool"
