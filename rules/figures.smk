@@ -27,8 +27,8 @@ rule plot_study_figure:
 
 rule plot_study_figure_on:
     input:
-        fits=results("fits/{problem_set}/{study}/on_{eval_set}/fits.json"),
-        base=results("evaluation/{eval_set}/base_model.parquet"),
+        fits=[results("fits/{problem_set}/{study}/on_{eval_set}/fits.json")],
+        base=[results("evaluation/{eval_set}/base_model.parquet")],
     output:
         png=report(
             results("figures/{problem_set}/{study}/on_{eval_set}/{figure}.png"),
