@@ -257,8 +257,15 @@ def test_data_ablation_sets_rerun_nothing_finished_and_draw_figures_14_15_20(stu
     result = snakemake(study, configfiles=configs)
     assert result.returncode == 0, result.stderr[-4000:]
     results = study / "results"
-    for name in ("fig14_train_vs_val_sweep", "fig15_mixtures_bp4", "fig20_extremely_hard_xhard"):
+    for name in ("fig14_train_vs_val_sweep", "fig15_mixtures_bp4", "fig20_extremely_hard_xhard",
+                 "fig21_out_of_domain_three_digits"):  # fmt: skip
         assert (results / f"figures/data/{name}.png").stat().st_size > 10_000, name
+    # The mixture's runs on Easy's and Hard's validation sets and on the out-of-domain table, fitted and drawn.
+    for other, size in (("easy", 40), ("hard", 20), ("three_digits", 30)):
+        counts = pd.read_parquet(results / f"evaluation/mix/bp4_n2_seed0/on_{other}/val_counts.parquet")
+        assert counts.groupby("step")["id"].count().eq(size).all() and (counts["evaluated_on"] == other).all()
+        assert (results / f"fits/mix/bp4/on_{other}/fits.json").exists()
+        assert (results / f"figures/mix/bp4/on_{other}/fig05_frontier.png").exists()
     staged = json.loads((results / "difficulty/pass_at32.json").read_text())
     assert staged["rollouts_saved"] == staged["rollouts_k_for_all"] - staged["rollouts_sampled"] > 0
     xhard = pd.read_parquet(results / "problem_sets/xhard/train.parquet")
@@ -276,12 +283,15 @@ def test_data_ablation_sets_rerun_nothing_finished_and_draw_figures_14_15_20(stu
 def test_data_ablation_overlay_plans_figures_14_15_20(tmp_path: Path) -> None:
     workdir = scratch_workflow(tmp_path)
     result = snakemake(workdir, "-n", "fig14_train_vs_val", "fig15_mixtures", "fig20_extremely_hard",
-                       configfiles=(MICRO, DATA))  # fmt: skip
+                       "fig21_out_of_domain", configfiles=(MICRO, DATA))  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
-    for target in ("fig14_train_vs_val_sweep.png", "fig15_mixtures_bp4.png", "fig20_extremely_hard_xhard.png"):
+    for target in ("fig14_train_vs_val_sweep.png", "fig15_mixtures_bp4.png", "fig20_extremely_hard_xhard.png",
+                   "fig21_out_of_domain_three_digits.png"):  # fmt: skip
         assert f"results/figures/data/{target}" in result.stdout
     assert result.stdout.count("rule score_pass_at:") == 1
     assert result.stdout.count("rule fit_train_metrics:") == 2  # the sweep's two sizes
+    # Fig. 15 draws the mixture on its own, Easy's and Hard's validation sets; Fig. 21 on the 3-digit table.
+    assert result.stdout.count("rule evaluate_run_on:") == 6 and result.stdout.count("rule import_out_of_domain:") == 1
 
 
 def test_guru_math_imports_through_its_rule_and_reports_excluded_rows(tmp_path: Path) -> None:
