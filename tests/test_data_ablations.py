@@ -86,7 +86,7 @@ def test_data_figures_draw_from_fits(tmp_path) -> None:
         for metric in ("avg@4", "best@4", "worst@4")}}  # fmt: skip
     base = {"avg@4": 0.2, "best@4": 0.3, "worst@4": 0.1}
     train = fit_train_metrics(train_evals(logs, rates, 2.0), Study("s", "fixed_b_problem", 16), FITS, 2.0)
-    json.dumps(study), json.dumps(train)
+    assert json.loads(json.dumps(train))["window"] == 2.0  # the fits are plain JSON, as the rule writes them
     paths = {name: [str(tmp_path / f"{name}.png")] for name in ("f14", "f15", "f20")}
     plot_extremely_hard(study, base, 4, "Fig. 20", STYLE, paths["f20"])
     plot_mixtures([("mix", study, 0.2), ("easy", study, 0.2)], "avg@4", "Fig. 15", STYLE, paths["f15"])

@@ -89,8 +89,6 @@ def base_model_spec(config: Config) -> BaseModelSpec:
     )
 
 
-# The keys that say which problems a set holds: one bucket, a staged pass@k bucket, or a mixture.
-SELECTIONS = ("avg_range", "pass_at", "mix")
 # The set whose recipe and max_batch a mixture or a pass@k set takes where it names none (the paper: the
 # Hard recipe).
 HARD_SET = "hard"
