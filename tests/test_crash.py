@@ -46,7 +46,7 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The micro study's problem sets and base model, ready for the long run."""
     workdir = scratch_workflow(tmp_path_factory.mktemp("upstream"))
     (workdir / "long.yaml").write_text(LONG)
-    result = snakemake(workdir, "results/problem_sets/summary.json", configfiles=CONFIGS)
+    result = snakemake(workdir, "results/problem_sets/easy/summary.json", configfiles=CONFIGS)
     assert result.returncode == 0, result.stderr[-3000:]
     return workdir
 
