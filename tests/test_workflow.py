@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import zipfile
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 from transformers import AutoModelForCausalLM
 
 from isocompute.artifacts import describe
@@ -244,15 +246,20 @@ DATA = ".test/config_micro/data_ablations.yaml"
 @pytest.mark.slow
 def test_data_ablation_sets_rerun_nothing_finished_and_draw_figures_14_15_20(study: Path) -> None:
     assert snakemake(study).returncode == 0  # the micro study up to date
-    extra = (study / DATA).read_text().replace("problem_sets: [sweep, mix, xhard]", "problem_sets: [sweep, mix, xhard, easy]")
-    (study / "data.yaml").write_text(extra.replace("fixed_b_problem: [4], fixed_batch: [], joint: false",
-                                                   "fixed_b_problem: [4], fixed_batch: [8], joint: true"))  # fmt: skip
+    # The data sets and their grid block added to the micro study's own grid and studies.
+    micro, data = (yaml.safe_load((study / path).read_text()) for path in (MICRO, DATA))
+    data["grid"] = micro["grid"] + [{**data["grid"][0], "n": [4, 8]}]  # no B = 8 curve: batch8 skips them
+    data["studies"] = micro["studies"]
+    del data["fits"], data["recommend"]  # the micro study's fits and budgets, unchanged
+    (study / "data.yaml").write_text(yaml.safe_dump(data))
     configs = (MICRO, "data.yaml")
     planned = snakemake(study, "-n", configfiles=configs)
     assert planned.returncode == 0, planned.stderr[-3000:]
-    # The finished Easy runs and sets are not redone: only the new sets' builds, runs and figures.
-    for finished in ("results/problem_sets/easy/", "results/train/easy/", "results/evaluation/easy/bp4_n2_seed0/"):
-        assert finished not in planned.stdout, finished
+    # The finished Easy set, runs and fits are not redone: only the new sets' builds, runs, fits and figures.
+    outputs = re.findall(r"rule (\w+):\n(?:    .*\n)*?    output: (.*)\n", planned.stdout)
+    redone = [(rule, out) for rule, out in outputs if "/easy/" in out and rule != "plot_data_figure"]
+    assert {"train_grpo", "score_pass_at", "build_problem_sets"} <= {rule for rule, _ in outputs}
+    assert redone == [], redone
     assert planned.stdout.count("rule score_pass_at:") == 1
     result = snakemake(study, configfiles=configs)
     assert result.returncode == 0, result.stderr[-4000:]
