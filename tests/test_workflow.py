@@ -269,7 +269,7 @@ def test_data_ablation_sets_rerun_nothing_finished_and_draw_figures_14_15_20(stu
         assert (results / f"figures/data/{name}.png").stat().st_size > 10_000, name
     # The mixture's runs on Easy's and Hard's validation sets and on the out-of-domain table, fitted and drawn.
     for other, size in (("easy", 40), ("hard", 20), ("three_digits", 30)):
-        counts = pd.read_parquet(results / f"evaluation/mix/bp4_n2_seed0/on_{other}/val_counts.parquet")
+        counts = pd.read_parquet(results / f"evaluation/mix/bp4_n4_seed0/on_{other}/val_counts.parquet")
         assert counts.groupby("step")["id"].count().eq(size).all() and (counts["evaluated_on"] == other).all()
         assert (results / f"fits/mix/bp4/on_{other}/fits.json").exists()
         assert (results / f"figures/mix/bp4/on_{other}/fig05_frontier.png").exists()
