@@ -116,9 +116,9 @@ def configured_studies(studies: Mapping[str, Any], points: list[GridPoint]) -> l
     for problem_set in sorted({p.problem_set for p in points}):
         wanted = [Study(problem_set, "fixed_b_problem", v) for v in studies.get("fixed_b_problem", [])]
         wanted += [Study(problem_set, "fixed_batch", v) for v in studies.get("fixed_batch", [])]
-        b_problems = {p.b_problem for p in points if p.problem_set == problem_set}
-        if studies.get("joint") and len(b_problems) > 1:
-            wanted.append(Study(problem_set, "joint"))
+        joint = Study(problem_set, "joint")
+        if studies.get("joint") and len({p.b_problem for p in joint.runs(points)}) > 1:
+            wanted.append(joint)
         for study in wanted:
             curves = {(p.b_problem, p.n) for p in study.runs(points)}
             if len(curves) == 1:
