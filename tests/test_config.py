@@ -15,6 +15,7 @@ from isocompute.config import (
     ablations_of,
     check_config,
     launch_spec,
+    output_roots,
     recipe_name,
     rule_resources,
     run_lr,
@@ -230,6 +231,20 @@ def test_snakemake_refuses_bad_config_before_any_job(tmp_path: Path, extra: str,
     output = result.stdout + result.stderr
     assert named in output
     assert "Job stats" not in output
+
+
+def test_long_embedded_preset_is_the_fixed_b_problem_study_beside_the_default() -> None:
+    config = preset("embedded_long.yaml")
+    validate_config(config, REPO / "workflow" / "schemas" / "config.schema.yaml")
+    points = check_config(config)
+    n_by_set = {s: sorted(p.n for p in points if p.problem_set == s) for s in ("easy", "hard")}
+    assert n_by_set == {"easy": [2, 4, 8, 16, 32], "hard": [2, 4, 16]} and {p.b_problem for p in points} == {16}
+    assert [(s.problem_set, s.kind) for s in studies_of(config, points)] == [("easy", "fixed_b_problem"),
+                                                                            ("hard", "fixed_b_problem")]  # fmt: skip
+    assert output_roots(config)["results"] != output_roots(DEFAULT)["results"]
+    assert config["training"]["compute_max"] == 8 * DEFAULT["training"]["compute_max"]
+    # The same recipe as the default: only the task, the pool, the window and the validation size differ.
+    assert config["training"]["lr_base"] == DEFAULT["training"]["lr_base"] and config["recipes"] == DEFAULT["recipes"]
 
 
 def test_cpu_ablation_preset_runs_figures_3_4_and_22_only() -> None:
