@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from isocompute.study_fits import fit_configured_study
-from isocompute.figures import render
+from isocompute.figures import MAX_COMPUTE_TICKS, log_compute_axis, render
 from isocompute.grid import GridPoint
 from isocompute.fitting import reward_curve
 from isocompute.specs import FigureStyle
@@ -128,3 +128,25 @@ def test_figures_survive_failed_fits(tmp_path: Path) -> None:
 def _base(tmp_path: Path) -> list[str]:
     pd.DataFrame([{"avg@4": 0.05}]).to_parquet(tmp_path / "base.parquet")
     return [str(tmp_path / "base.parquet")]
+
+
+@pytest.mark.parametrize("low, high", [(1800, 6300), (2000, 3000), (64, 65536), (100, 1e9)])
+def test_log_compute_axes_label_a_few_ticks_that_do_not_run_into_each_other(low: float, high: float) -> None:
+    """On a narrow panel, as in the 2 x 2 data figures: at least two labels, at most MAX_COMPUTE_TICKS, no
+    two overlapping, and no label on a minor tick (matplotlib's default labels those on a short log axis)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(2.5, 2.0), dpi=100)
+    ax.plot([low, high], [0.0, 1.0])
+    log_compute_axis(ax)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    view = sorted(ax.get_xlim())
+    shown = [tick.label1 for tick in ax.xaxis.get_major_ticks()
+             if tick.label1.get_text() and view[0] <= tick.get_loc() <= view[1]]  # fmt: skip
+    assert 2 <= len(shown) <= MAX_COMPUTE_TICKS, [label.get_text() for label in shown]
+    boxes = sorted((label.get_window_extent(renderer) for label in shown), key=lambda box: box.x0)
+    assert all(left.x1 < right.x0 for left, right in zip(boxes, boxes[1:])), [label.get_text() for label in shown]
+    assert not any(tick.label1.get_text() for tick in ax.xaxis.get_minor_ticks())
+    plt.close(fig)
+

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from isocompute.figures import _save  # noqa: E402
+from isocompute.figures import _save, log_compute_axis  # noqa: E402
 from isocompute.specs import FigureStyle  # noqa: E402
 
 # Fig. 3's panels: the training table's columns (`training.LOG_COLUMNS`) and what they show.
@@ -88,7 +88,7 @@ def plot_training_health(
     title: str,
     style: FigureStyle,
     paths: Sequence[str],
-) -> None:
+) -> plt.Figure:
     """Fig. 3: per run, each training-health quantity against steps (thin: per step; thick: smoothed), and
     validation `metric` against steps. A run whose recipe has no KL term logs no KL: it has no line there,
     and the panel says so."""
@@ -123,6 +123,7 @@ def plot_training_health(
     _legend_below(fig, validation)
     fig.suptitle(title)
     _save(fig, paths, style.dpi)
+    return fig
 
 
 def _curves(ax: plt.Axes, chosen: Sequence[Mapping[str, Any]], evals: Mapping[str, pd.DataFrame], x: str,
@@ -137,14 +138,14 @@ def _curves(ax: plt.Axes, chosen: Sequence[Mapping[str, Any]], evals: Mapping[st
         ax.text(0.5, 0.5, "no runs of this kind in the study", transform=ax.transAxes, ha="center", va="center")
     ax.set_xlabel({"step": "optimizer steps M", "compute_rollouts": "sampling compute C (rollouts)"}[x])
     if x != "step":
-        ax.set_xscale("log")
+        log_compute_axis(ax)
     ax.set_ylabel(f"validation {metric}")
     if chosen:
         ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
 
 
 def plot_learning_rate(runs: Sequence[Mapping[str, Any]], evals: Mapping[str, pd.DataFrame], base: float, metric: str,
-                       title: str, style: FigureStyle, paths: Sequence[str]) -> None:  # fmt: skip
+                       title: str, style: FigureStyle, paths: Sequence[str]) -> plt.Figure:  # fmt: skip
     """Fig. 4: the anchor sweep (runs at B = B_ref, where every rule gives lr_base) against steps, and the
     rules at the other batches against steps and against compute."""
     anchor = [r for r in runs if r["b_problem"] * r["n"] == r["lr_batch_ref"]]
@@ -159,10 +160,11 @@ def plot_learning_rate(runs: Sequence[Mapping[str, Any]], evals: Mapping[str, pd
         ax.set_title("rules at B = " + ", ".join(sorted({str(r["b_problem"] * r["n"]) for r in rules})), fontsize="small")
     fig.suptitle(title)
     _save(fig, paths, style.dpi)
+    return fig
 
 
 def plot_decoupled_baseline(runs: Sequence[Mapping[str, Any]], evals: Mapping[str, pd.DataFrame], base: float,
-                            metric: str, title: str, style: FigureStyle, paths: Sequence[str]) -> None:  # fmt: skip
+                            metric: str, title: str, style: FigureStyle, paths: Sequence[str]) -> plt.Figure:  # fmt: skip
     """Fig. 22: validation reward against compute (every sampled rollout counted) and against steps for
     n, a larger n, and n of n_baseline rollouts in the loss."""
     labels = run_labels(runs)
@@ -173,18 +175,19 @@ def plot_decoupled_baseline(runs: Sequence[Mapping[str, Any]], evals: Mapping[st
         _curves(ax, ordered, evals, x, metric, labels, base, style)
     fig.suptitle(title)
     _save(fig, paths, style.dpi)
+    return fig
 
 
 def render(figure: str, inputs: Mapping[str, Sequence[str]], runs: Sequence[Mapping[str, Any]], title: str,
-           metric: str, style: FigureStyle, paths: Sequence[str]) -> None:  # fmt: skip
-    """Draw an ablation `figure` from the files in `inputs` (`logs`, `evals`, `base`) for its `runs`."""
+           metric: str, style: FigureStyle, paths: Sequence[str]) -> plt.Figure:  # fmt: skip
+    """Draw an ablation `figure` from the files in `inputs` (`logs`, `evals`, `base`) for its `runs`; the
+    figure is returned (closed) so its drawn data can be read back."""
     evals = _by_run(inputs["evals"])
     base = float(pd.read_parquet(inputs["base"][0])[metric].iloc[0])
     if figure == "fig03_training_health":
-        plot_training_health(runs, _by_run(inputs["logs"]), evals, base, metric, title, style, paths)
-    elif figure == "fig04_learning_rate":
-        plot_learning_rate(runs, evals, base, metric, title, style, paths)
-    elif figure == "fig22_decoupled_baseline":
-        plot_decoupled_baseline(runs, evals, base, metric, title, style, paths)
-    else:
-        raise ValueError(f"unknown ablation figure {figure!r}")
+        return plot_training_health(runs, _by_run(inputs["logs"]), evals, base, metric, title, style, paths)
+    if figure == "fig04_learning_rate":
+        return plot_learning_rate(runs, evals, base, metric, title, style, paths)
+    if figure == "fig22_decoupled_baseline":
+        return plot_decoupled_baseline(runs, evals, base, metric, title, style, paths)
+    raise ValueError(f"unknown ablation figure {figure!r}")

@@ -21,7 +21,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from isocompute.figures import AXIS_LABELS, law_label  # noqa: E402
+from isocompute.figures import AXIS_LABELS, law_label, log_compute_axis  # noqa: E402
 from isocompute.fitting import FitFailure, optimum_fit_from_json  # noqa: E402
 from isocompute.specs import FigureStyle  # noqa: E402
 
@@ -87,7 +87,7 @@ def plot_comparison(
             grid = points["compute"].sort_values().to_numpy()
             right.plot(grid, law(grid), color=colours[label], lw=1.8, label=f"{label}: {law_label(entry, column)}")
     for ax in (left, right):
-        ax.set_xscale("log")
+        log_compute_axis(ax)
     compute = next(iter(trees.values()))["headline"]["compute"]
     left.set_xlabel(AXIS_LABELS[compute])
     right.set_xlabel(AXIS_LABELS[compute])

@@ -15,7 +15,7 @@ import pandas as pd
 import seaborn as sns
 
 from isocompute.data_ablations import TRAIN_METRICS, nstar_by_size
-from isocompute.figures import _save, frontier_panel, optimum_panel
+from isocompute.figures import _save, frontier_panel, log_compute_axis, optimum_panel
 from isocompute.specs import FigureStyle
 
 
@@ -90,7 +90,7 @@ def plot_train_vs_val(
             points = pd.DataFrame(fit["optimum_points"])
             if len(points):
                 ax.plot(points["compute"], points["n"], marker=markers[name], ls="-", lw=0.8, label=name.replace("_", " "))
-        ax.set_xscale("log")
+        log_compute_axis(ax)
         ax.set_yscale("log", base=2)
         ax.set_xlabel("sampling compute C (rollouts)")
         ax.set_ylabel("compute-optimal n*")

@@ -7,6 +7,7 @@ drawing function and the files it reads, which is how one Snakemake rule serves 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker as mticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
@@ -32,6 +34,61 @@ AXIS_LABELS = {
     "n": "n*",
     "b_problem": "B_problem*",
 }
+
+
+# At most this many labelled ticks on a log compute axis.
+MAX_COMPUTE_TICKS = 6
+
+
+class ReadableLogTicks(mticker.Locator):
+    """Where a log compute axis gets labelled ticks: the decades in view when there are two or more, else
+    1, 2 and 5 times them, else every multiple, else evenly spaced round numbers; thinned to
+    `MAX_COMPUTE_TICKS`.
+
+    Matplotlib's default labels minor ticks as well when an axis spans about a decade or less (as a CPU
+    preset's compute does), and those labels run into each other ("2x10^3 3x10^4x10^3").
+    """
+
+    def __call__(self) -> list[float]:
+        low, high = self.axis.get_view_interval()
+        return self.tick_values(low, high)
+
+    def tick_values(self, vmin: float, vmax: float) -> list[float]:
+        low, high = sorted((float(vmin), float(vmax)))
+        if not high > 0:
+            return []
+        low = low if low > 0 else high / 10
+        decades = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+        ticks: list[float] = []
+        for multiples in ((1,), (1, 2, 5), range(1, 10)):
+            candidates = [m * 10.0**d for d in decades for m in multiples]
+            ticks = [t for t in candidates if low * (1 - 1e-9) <= t <= high * (1 + 1e-9)]
+            if len(ticks) >= 2:
+                break
+        else:
+            rounded = mticker.MaxNLocator(nbins=3).tick_values(low, high)
+            ticks = [float(t) for t in rounded if low <= t <= high]
+        return ticks[:: math.ceil(len(ticks) / MAX_COMPUTE_TICKS)] if ticks else ticks
+
+
+def compute_tick_label(value: float, _position: int | None = None) -> str:
+    """A compute tick as 10^k or m x 10^k, in mathtext set in the axis font as matplotlib's own labels are."""
+    if value <= 0:
+        return ""
+    exponent = math.floor(math.log10(value) + 1e-9)
+    multiple = value / 10.0**exponent
+    power = f"10^{{{exponent}}}" if round(multiple, 6) == 1 else f"{multiple:.3g}\\times10^{{{exponent}}}"
+    return f"$\\mathdefault{{{power}}}$"
+
+
+def log_compute_axis(ax: plt.Axes) -> None:
+    """Put `ax`'s x axis (compute) on a log scale with few enough labelled ticks to read
+    (`ReadableLogTicks`); minor ticks stay, unlabelled. Every figure module draws its compute axes
+    through this."""
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(ReadableLogTicks())
+    ax.xaxis.set_major_formatter(mticker.FuncFormatter(compute_tick_label))
+    ax.xaxis.set_minor_formatter(mticker.NullFormatter())
 
 
 def _key_label(key: Mapping[str, int]) -> str:
@@ -114,7 +171,7 @@ def frontier_panel(ax: plt.Axes, fit: Mapping[str, Any], base_reward: float | No
             ax.plot([], [], color="grey", lw=4, ls="--", label="frontier extrapolated beyond a curve's range")
     if base_reward is not None:
         ax.axhline(base_reward, color="black", ls="--", lw=1, label=f"base model ({base_reward:.3f})")
-    ax.set_xscale("log")
+    log_compute_axis(ax)
     ax.set_xlabel(AXIS_LABELS[compute])
     ax.set_ylabel(f"{what} {metric}")
 
@@ -151,7 +208,7 @@ def optimum_panel(ax: plt.Axes, fit: Mapping[str, Any], column: str) -> None:
             ax.plot(grid, model(grid), color="tab:red", lw=1.8, label=law_label(entry, column))
         else:
             ax.plot([], [], " ", label=law_label(entry, column))
-        ax.set_xscale("log")
+        log_compute_axis(ax)
     ax.set_yscale("log", base=2)
     if values:
         ax.set_yticks(values, [str(v) for v in values])
@@ -191,7 +248,7 @@ def plot_extrapolation(fit: Mapping[str, Any], title: str, style: FigureStyle, p
     held = pd.DataFrame(check["points"])
     for ax in (left, right):
         ax.axvspan(check["cutoff"], check["checked_up_to"], color="grey", alpha=0.15, label="held out")
-        ax.set_xscale("log")
+        log_compute_axis(ax)
         ax.set_xlabel(AXIS_LABELS[fit["compute"]])
     left.scatter(points["compute"], points[column], color="tab:blue", s=18, label=f"{AXIS_LABELS[column]}, all data")
     law = optimum_fit_from_json(check["laws"][column])

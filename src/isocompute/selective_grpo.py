@@ -36,7 +36,6 @@ import torch
 from trl import GRPOTrainer
 from trl.trainer.utils import nanstd
 
-ZERO_VARIANCE_MODES = ("full", "regularizers")
 # The keys this trainer adds to TRL's batch; TRL's own loss never sees them.
 SELECTION_KEYS = ("in_regularizers", "policy_weight", "kl_weight", "entropy_weight")
 # TRL loss types whose aggregation this trainer reproduces: a mean over each completion's tokens (grpo),
