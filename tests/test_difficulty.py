@@ -6,7 +6,7 @@ from isocompute.difficulty import (
     BucketTooSmallError,
     build_problem_set,
     pass_at_stages,
-    score_problems,
+    score_difficulty,
     select,
     shard_of,
     staged_pass_at,
@@ -125,7 +125,7 @@ def test_staged_pass_at_samples_only_problems_still_all_wrong(tiny_model: str, p
     problems = pool.iloc[:120].copy()
     drafts = make_sampler(generation, tiny_model, sampling, 99).sample(problems["prompt"].iloc[:60].tolist(), 1)
     problems.loc[problems.index[:60], "answer"] = [group[0].text.strip() for group in drafts]
-    difficulty = score_problems(problems, make_sampler(generation, tiny_model, sampling, 0), 2, "exact")
+    difficulty = score_difficulty(problems, make_sampler(generation, tiny_model, sampling, 0), 2, "exact")
     k = 16
 
     def staged(seed: int) -> tuple[pd.DataFrame, dict]:

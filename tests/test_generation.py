@@ -5,8 +5,8 @@ import pytest
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from isocompute.answers import is_correct, reward_function
-from isocompute.difficulty import score_problems
-from isocompute.generation import TransformersSampler, make_sampler
+from isocompute.difficulty import score_difficulty
+from isocompute.generation import TransformersSampler, make_sampler, score_problems
 from isocompute.specs import SamplingSpec
 
 SAMPLING = SamplingSpec(temperature=1.0, top_p=1.0, max_new_tokens=4)
@@ -42,11 +42,24 @@ def test_sampling_is_deterministic_for_a_seed(tiny_model: str, pool: pd.DataFram
     assert first == second and first != other
 
 
-def test_difficulty_scores_count_correct_samples(tiny_model: str, pool: pd.DataFrame) -> None:
-    sampler = make_sampler(TRANSFORMERS, tiny_model, SAMPLING, seed=0)
-    scores = score_problems(pool.head(20), sampler, samples=16, checker="exact")
-    assert scores["n_correct"].between(0, 16).all()
-    assert (scores["avg@16"] == scores["n_correct"] / 16).all()
+def test_problems_are_scored_by_counting_correct_samples_and_difficulty_is_their_share(
+    tiny_model: str, pool: pd.DataFrame
+) -> None:
+    # The tiny model solves no addition: half the problems take one of its own completions as their answer.
+    problems = pool.head(20).copy()
+    drafts = make_sampler(TRANSFORMERS, tiny_model, SAMPLING, seed=99).sample(problems["prompt"].iloc[:10].tolist(), 1)
+    problems.loc[problems.index[:10], "answer"] = [group[0].text.strip() for group in drafts]
+    samples = make_sampler(TRANSFORMERS, tiny_model, SAMPLING, seed=0).sample(problems["prompt"].tolist(), 16)
+    scores = score_problems(make_sampler(TRANSFORMERS, tiny_model, SAMPLING, seed=0), problems, 16, "exact")
+    assert scores["id"].tolist() == problems["id"].tolist()
+    assert scores["n_correct"].tolist() == [
+        sum(is_correct(c.text, answer, "exact") for c in group) for group, answer in zip(samples, problems["answer"])
+    ]
+    assert scores["n_correct"].iloc[:10].sum() > 0
+    assert scores["mean_response_tokens"].tolist() == [sum(c.num_tokens for c in group) / 16 for group in samples]
+    difficulty = score_difficulty(problems, make_sampler(TRANSFORMERS, tiny_model, SAMPLING, seed=0), 16, "exact")
+    assert difficulty["n_correct"].tolist() == scores["n_correct"].tolist() and (difficulty["n_samples"] == 16).all()
+    assert (difficulty["avg@16"] == difficulty["n_correct"] / 16).all()
 
 
 def test_answer_checking_is_exact() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import fnmatch
 from pathlib import Path
 
+from isocompute.files import write_text
 from isocompute.studies import DATA_FIGURES, FIGURES
 
 CATALOGUE: list[tuple[str, str]] = [
@@ -81,5 +82,5 @@ def write_index(results_dir: str | Path, out_path: str | Path) -> list[str]:
         lines.append(f"- `{pattern}`: {description}" + (f" ({len(matches)} files)" if len(matches) > 1 else ""))
         if "checkpoint-" not in pattern and "base_model/model" not in pattern:
             lines.extend(f"  - `{match}`" for match in matches[:40] if match != pattern)
-    Path(out_path).write_text("\n".join(lines) + "\n")
+    write_text("\n".join(lines) + "\n", out_path)
     return [f for f in files if describe(f) is None]

@@ -8,7 +8,6 @@ loads it with `from_pretrained(path)` exactly as it would load Qwen2.5-7B-Instru
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +15,7 @@ import pandas as pd
 import torch
 from transformers import PreTrainedTokenizerBase, Qwen2Config, Qwen2ForCausalLM
 
+from isocompute.files import write_atomically
 from isocompute.specs import BaseModelSpec
 from isocompute.tasks import ALPHABET, sample_addition
 from isocompute.tokenizer import build_char_tokenizer
@@ -84,11 +84,9 @@ def pretrain_base_model(spec: BaseModelSpec, out_dir: str | Path, seed: int) -> 
         losses.append({"step": step + 1, "loss": float(loss)})
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
-    out_dir = Path(out_dir)
-    partial = out_dir.with_name(f".{out_dir.name}.partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    model.save_pretrained(partial)
-    tokenizer.save_pretrained(partial)
-    shutil.rmtree(out_dir, ignore_errors=True)
-    partial.replace(out_dir)
+    def save(partial: Path) -> None:
+        model.save_pretrained(partial)
+        tokenizer.save_pretrained(partial)
+
+    write_atomically(out_dir, save)
     return pd.DataFrame(losses)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from isocompute.generation import Sampler, count_correct
+from isocompute.generation import Sampler, score_problems
 from isocompute.specs import Bucket, ProblemSetSpec
 
 
@@ -26,20 +26,13 @@ def shard_of(table: pd.DataFrame, shard: int, shards: int) -> pd.DataFrame:
     return table.iloc[shard::shards]
 
 
-def score_problems(problems: pd.DataFrame, sampler: Sampler, samples: int, checker: str) -> pd.DataFrame:
-    """Per problem: correct count out of `samples` (under `checker`) and avg@`samples`."""
-    n_correct, mean_tokens = count_correct(
-        sampler, problems["prompt"].tolist(), problems["answer"].tolist(), samples, checker
-    )
-    return pd.DataFrame(
-        {
-            "id": problems["id"].to_numpy(),
-            "n_correct": n_correct,
-            "n_samples": samples,
-            f"avg@{samples}": np.asarray(n_correct) / samples,
-            "mean_response_tokens": mean_tokens,
-        }
-    )
+def score_difficulty(problems: pd.DataFrame, sampler: Sampler, samples: int, checker: str) -> pd.DataFrame:
+    """Per problem: the base model's `generation.score_problems` counts, with `n_samples` and avg@`samples`
+    (the difficulty the buckets select on) beside them."""
+    counts = score_problems(sampler, problems, samples, checker)
+    return counts.assign(n_samples=samples, **{f"avg@{samples}": counts["n_correct"] / samples})[
+        ["id", "n_correct", "n_samples", f"avg@{samples}", "mean_response_tokens"]
+    ]
 
 
 def _split(total: int, shares: list[float]) -> list[int]:
@@ -146,19 +139,16 @@ def staged_pass_at(
         raise ValueError(f"pass@{k} needs more rollouts than the {first} of bucketing")
     rollouts = np.full(len(table), first, dtype=int)
     correct = table["n_correct"].to_numpy() > 0
-    texts = problems.set_index("id").loc[table["id"]]
+    texts = problems.set_index("id").loc[table["id"]].reset_index()
     stages = pass_at_stages(first, k)
     per_stage = []
     for before, after in zip(stages, stages[1:]):
         open_ = np.flatnonzero(~correct)
         per_stage.append(len(open_))
         if len(open_):
-            n_correct, _ = count_correct(
-                sampler, texts["prompt"].iloc[open_].tolist(), texts["answer"].iloc[open_].tolist(), after - before,
-                checker,
-            )  # fmt: skip
+            counts = score_problems(sampler, texts.iloc[open_], after - before, checker)
             rollouts[open_] += after - before
-            correct[open_] = np.asarray(n_correct) > 0
+            correct[open_] = counts["n_correct"].to_numpy() > 0
     result = pd.DataFrame({"id": table["id"], "rollouts": rollouts, f"pass@{k}": correct.astype(float)})
     summary = {
         "k": k,

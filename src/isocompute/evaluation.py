@@ -10,19 +10,9 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from isocompute.generation import Sampler, count_correct
+from isocompute.generation import Sampler, score_problems
 from isocompute.grid import GridPoint
 from isocompute.metrics import summarize_counts
-
-
-def per_problem_counts(sampler: Sampler, problems: pd.DataFrame, k: int, checker: str) -> pd.DataFrame:
-    """Per problem: correct samples out of k (under `checker`) and mean response length in tokens."""
-    n_correct, mean_tokens = count_correct(
-        sampler, problems["prompt"].tolist(), problems["answer"].tolist(), k, checker
-    )
-    return pd.DataFrame(
-        {"id": problems["id"].to_numpy(), "n_correct": n_correct, "mean_response_tokens": mean_tokens}
-    )
 
 
 def summary_row(counts: pd.DataFrame, k: int) -> dict[str, float]:
@@ -71,11 +61,11 @@ def evaluate_checkpoints(
             "compute_rollouts": checkpoint["compute_rollouts"],
             "compute_tokens": checkpoint["compute_tokens"],
         }
-        counts = per_problem_counts(sampler, val_problems, k, checker)
+        counts = score_problems(sampler, val_problems, k, checker)
         rows.append({**at, **summary_row(counts, k)})
         val_counts.append(counts.assign(**at))
         if train_sample is not None:
-            train_counts = per_problem_counts(sampler, train_sample, train_k, checker)
+            train_counts = score_problems(sampler, train_sample, train_k, checker)
             train_rates.append(train_counts.assign(pass_rate=train_counts["n_correct"] / train_k, **at))
         sampler.close()
     return (

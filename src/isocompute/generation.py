@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import pandas as pd
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -189,3 +190,18 @@ def count_correct(
     ]
     mean_tokens = [sum(c.num_tokens for c in group) / k for group in samples]
     return n_correct, mean_tokens
+
+
+def score_problems(sampler: Sampler, problems: pd.DataFrame, k: int, checker: str) -> pd.DataFrame:
+    """Per problem of a problem table: how many of k samples are correct under `checker` (`n_correct`) and
+    their mean length in tokens (`mean_response_tokens`), keyed by `id`.
+
+    The one way the study scores problems by sampling: the base model's difficulty, its staged pass@k and
+    every evaluation of a checkpoint keep these per-problem counts, so any metric (and any bootstrap over
+    problems) is recomputed from them without sampling again.
+    """
+    prompts, answers = problems["prompt"].tolist(), problems["answer"].tolist()
+    n_correct, mean_tokens = count_correct(sampler, prompts, answers, k, checker)
+    return pd.DataFrame(
+        {"id": problems["id"].to_numpy(), "n_correct": n_correct, "mean_response_tokens": mean_tokens}
+    )

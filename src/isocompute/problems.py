@@ -19,6 +19,7 @@ import pandas as pd
 from datasets import load_dataset
 
 from isocompute.answers import answer_parses
+from isocompute.files import write_atomically
 from isocompute.inputs import GURU_COLUMNS, LOCAL_FORMATS
 from isocompute.inputs import PROBLEM_COLUMNS as COLUMNS
 
@@ -161,9 +162,5 @@ def read_tables(paths: list[str] | tuple[str, ...]) -> pd.DataFrame:
 
 
 def write_table(table: pd.DataFrame, path: str | Path) -> None:
-    """Write a parquet table under a temporary name, then rename, so no reader sees half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    table.to_parquet(partial, index=False)
-    partial.replace(path)
+    """A parquet table, written atomically (`files.write_atomically`): no reader sees half a file."""
+    write_atomically(path, lambda partial: table.to_parquet(partial, index=False))

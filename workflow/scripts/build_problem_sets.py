@@ -1,6 +1,5 @@
 """Draw one problem set's train and validation problems from its buckets (rule build_problem_sets)."""
 
-import json
 import logging
 from pathlib import Path
 
@@ -8,6 +7,7 @@ import pandas as pd
 
 from isocompute.config import problem_set_spec
 from isocompute.difficulty import bucket_sizes, build_problem_set, select
+from isocompute.files import write_json
 from isocompute.problems import write_table
 from isocompute.workflow import start_job
 
@@ -26,5 +26,5 @@ summary = {
     "train": len(ids["train"]),
     "val": len(ids["val"]),
 }
-Path(snakemake.output.summary).write_text(json.dumps(summary, indent=2))
+write_json(summary, snakemake.output.summary)
 logging.info("problem set %s: %s", spec.name, summary)

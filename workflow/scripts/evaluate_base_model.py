@@ -5,8 +5,8 @@ import logging
 import pandas as pd
 
 from isocompute.config import sampling_spec
-from isocompute.evaluation import per_problem_counts, summary_row
-from isocompute.generation import make_sampler
+from isocompute.evaluation import summary_row
+from isocompute.generation import make_sampler, score_problems
 from isocompute.problems import write_table
 from isocompute.workflow import base_model_of, start_job
 
@@ -16,7 +16,7 @@ sampler = make_sampler(
     generation, base_model_of(snakemake), sampling_spec(snakemake.params.sampling), snakemake.params.seed
 )
 k = snakemake.params.k
-counts = per_problem_counts(sampler, pd.read_parquet(snakemake.input.val), k, snakemake.params.checker)
+counts = score_problems(sampler, pd.read_parquet(snakemake.input.val), k, snakemake.params.checker)
 row = summary_row(counts, k)
 write_table(
     pd.DataFrame([{"problem_set": snakemake.wildcards.eval_set, "step": 0, **row}]), snakemake.output.evals

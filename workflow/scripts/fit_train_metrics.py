@@ -1,12 +1,12 @@
 """The training reward and training pass rate of a study's runs, fitted like validation (rule fit_train_metrics)."""
 
-import json
 import logging
 from pathlib import Path
 
 import pandas as pd
 
 from isocompute.data_ablations import fit_train_metrics, train_evals
+from isocompute.files import write_json
 from isocompute.workflow import start_job
 
 start_job(snakemake.log[0])
@@ -15,6 +15,6 @@ logs = {Path(path).parent.name: pd.read_parquet(path) for path in snakemake.inpu
 rates = {Path(path).parent.name: pd.read_parquet(path) for path in snakemake.input.pass_rates}
 evals = train_evals(logs, rates, params.window)
 fits = fit_train_metrics(evals, params.study, params.fits, params.window)
-Path(snakemake.output.fits).write_text(json.dumps(fits, indent=2))
+write_json(fits, snakemake.output.fits)
 for metric, fit in fits["fits"].items():
     logging.info("%s: optimum at the largest compute %s", metric, fit["optimum_at_max_compute"])

@@ -2,10 +2,11 @@
 
 import logging
 
+from isocompute.files import write_atomically
 from isocompute.problems import read_tables
 from isocompute.workflow import start_job
 
 start_job(snakemake.log[0])
 table = read_tables(snakemake.input.evals)
-table.to_csv(snakemake.output.table, index=False)
+write_atomically(snakemake.output.table, lambda partial: table.to_csv(partial, index=False))
 logging.info("%d evaluation rows from %d runs", len(table), table["run"].nunique())

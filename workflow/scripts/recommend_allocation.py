@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+from isocompute.files import write_json, write_text
 from isocompute.recommend import describe, recommend_or_reason
 from isocompute.workflow import start_job
 
@@ -11,5 +12,5 @@ fits = json.loads(Path(snakemake.input.fits).read_text())
 advice = [recommend_or_reason(fits, float(c), snakemake.params.metric) for c in snakemake.params.compute]
 source = f"{fits['study']['problem_set']} / {fits['study']['name']}"
 text = [f"# Recommended allocations ({source} fits)", ""] + [f"```\n{describe(a)}\n```\n" for a in advice]
-Path(snakemake.output.advice).write_text("\n".join(text))
-Path(snakemake.output.table).write_text(json.dumps(advice, indent=2))
+write_text("\n".join(text), snakemake.output.advice)
+write_json(advice, snakemake.output.table)

@@ -5,7 +5,7 @@ import logging
 import pandas as pd
 
 from isocompute.config import sampling_spec
-from isocompute.difficulty import score_problems, shard_of
+from isocompute.difficulty import score_difficulty, shard_of
 from isocompute.generation import make_sampler
 from isocompute.problems import write_table
 from isocompute.workflow import base_model_of, start_job
@@ -21,8 +21,7 @@ sampler = make_sampler(
     sampling_spec(snakemake.params.sampling),
     snakemake.params.seed + shard,
 )
-scores = score_problems(problems, sampler, difficulty["samples"], snakemake.params.checker)
+scores = score_difficulty(problems, sampler, difficulty["samples"], snakemake.params.checker)
 write_table(scores, snakemake.output.shard)
-logging.info(
-    "scored %d problems, mean avg@%d %.3f", len(scores), difficulty["samples"], scores.iloc[:, 3].mean()
-)
+samples = difficulty["samples"]
+logging.info("scored %d problems, mean avg@%d %.3f", len(scores), samples, scores[f"avg@{samples}"].mean())

@@ -1,13 +1,12 @@
 """Staged pass@k of the base model: more rollouts only for problems still all wrong (rule score_pass_at)."""
 
-import json
 import logging
-from pathlib import Path
 
 import pandas as pd
 
 from isocompute.config import sampling_spec
 from isocompute.difficulty import staged_pass_at
+from isocompute.files import write_json
 from isocompute.generation import make_sampler
 from isocompute.problems import write_table
 from isocompute.workflow import base_model_of, start_job
@@ -26,7 +25,7 @@ table, summary = staged_pass_at(
 )  # fmt: skip
 sampler.close()
 write_table(table, snakemake.output.table)
-Path(snakemake.output.summary).write_text(json.dumps(summary, indent=2))
+write_json(summary, snakemake.output.summary)
 logging.info(
     "pass@%d: %d of %d problems all wrong; %d rollouts sampled, %d saved against %d for k on every problem",
     k, summary[f"pass@{k}_zero"], summary["problems"], summary["rollouts_sampled"], summary["rollouts_saved"],

@@ -1,0 +1,50 @@
+"""Result files written whole or not at all.
+
+A job can be killed at any moment (a SLURM time limit, preemption, a lost node), and a weeks-long study
+reads its files while other jobs still write theirs. So every result file and folder is written under a
+hidden temporary name beside its final one and renamed into place: a reader, or the next attempt, sees the
+old version or the new one, never half of one. A leftover `.<name>.partial` is only ever a crashed write.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def write_atomically(path: str | Path, write: Callable[[Path], object]) -> None:
+    """Have `write` make `path`'s content (a file or a folder) at a temporary name beside it, then rename
+    that to `path`.
+
+    A file is replaced in one rename. A folder standing at `path` is removed just before the rename (a
+    rename cannot replace a non-empty folder), so a crash in that instant leaves no folder, never a mixed one.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    _remove(partial)
+    write(partial)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    partial.replace(path)
+
+
+def write_text(text: str, path: str | Path) -> None:
+    """A text file, written atomically."""
+    write_atomically(path, lambda partial: partial.write_text(text))
+
+
+def write_json(data: Any, path: str | Path) -> None:
+    """A JSON file (indented, as every result file of the study is), written atomically."""
+    write_text(json.dumps(data, indent=2), path)
+
+
+def _remove(path: Path) -> None:
+    """A crashed earlier write's leftover, file or folder."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
