@@ -123,6 +123,10 @@ def parser() -> argparse.ArgumentParser:
     side.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="results trees (each with fits/)")
     side.add_argument("--out", required=True, help="folder for the figures")
     side.add_argument("--metric", help="default: each file's headline metric")
+    simulated = commands.add_parser("simulate", help="the simulated policy's study, fits and phase diagram (docs/mechanism.md)")
+    simulated.add_argument("preset", help="a simulated-policy preset, e.g. config/presets/simulated.yaml")
+    simulated.add_argument("--workers", type=int, default=1, help="processes training (B_problem, n) groups")
+    simulated.add_argument("--no-fit", action="store_true", help="write the tables only")
     return main
 
 
@@ -188,6 +192,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(plan_command(args))
         elif args.command == "status":
             print(status_command(args))
+        elif args.command == "simulate":
+            from isocompute.simulated_study import run_preset
+
+            run_preset(args.preset, args.workers, fit=not args.no_fit)
         elif args.command == "compare":
             from isocompute.compare import compare
 
