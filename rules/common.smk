@@ -2,7 +2,7 @@
 import re
 
 from isocompute import config as study_config
-from isocompute import ablations, data_ablations, inputs, studies, upgrades
+from isocompute import ablations, data_ablations, inputs, studies
 
 study_config.validate_config(
     config, workflow.source_path("../workflow/schemas/config.schema.yaml")
@@ -86,12 +86,6 @@ def point_of(wildcards):
 def run_params(wildcards):
     """What the run computes with, as plain values: its own recipe and learning rate, no other run's."""
     return study_config.run_params(config, point_of(wildcards))
-
-
-def settings_of(block):
-    """A config block as a job's params, less the fields an upgrade added at their neutral value:
-    adding one reruns no finished job (`isocompute.upgrades`, docs/upgrading.md)."""
-    return upgrades.without_added(config[block], block)
 
 
 def study_of(wildcards):
@@ -395,25 +389,10 @@ def recommendation_paths():
     return [results(f"recommendations/{p}.md") for p in with_fits]
 
 
-def diagnostics_paths():
-    """Every study's training diagnostics: its tables and figure (`rules/diagnostics.smk`)."""
-    return [
-        results(f"{stage}/{s.problem_set}/{s.name}/{name}")
-        for s in STUDIES
-        for stage, name in (
-            ("diagnostics", "training.parquet"),
-            ("diagnostics", "nstar_by_metric.parquet"),
-            ("figures", "diagnostics.png"),
-            ("figures", "diagnostics.pdf"),
-        )
-    ]
-
-
 def get_study_outputs():
     """The study's answers: every figure, the recommendations and the table of all evaluations."""
     return [
         *(path for figure in FIGURES for path in figure_paths(figure)),
-        *diagnostics_paths(),
         *data_figure_paths(),
         *extra_evaluation_paths(),
         *recommendation_paths(),
