@@ -26,6 +26,8 @@ rule evaluate_base_model:
         counts=results("evaluation/{eval_set}/base_counts.parquet"),
     log:
         logs("evaluate_base_model/{eval_set}.log"),
+    benchmark:
+        benchmarks("evaluate_base_model/{eval_set}.tsv")
     conda:
         "../envs/isocompute.yaml"
     threads: 1
@@ -90,7 +92,7 @@ rule evaluate_run_on:
         "../envs/isocompute.yaml"
     threads: 1
     resources:
-        **study_config.rule_resources(config, "evaluate_run"),
+        **study_config.rule_resources(config, "evaluate_run_on"),
     params:
         point=point_of,
         k=config["evaluation"]["k"],

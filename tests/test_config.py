@@ -10,6 +10,7 @@ import yaml
 from snakemake.utils import update_config
 
 from isocompute import config as config_module
+from isocompute.cluster_rules import UnregisteredRuleError, resource_keys
 from isocompute.config import (
     ConfigError,
     ablations_of,
@@ -121,6 +122,29 @@ def test_job_settings_reach_the_launch_spec_and_runtime_may_grow_per_attempt() -
     runtime = rule_resources(config, "train_grpo")["runtime"]
     assert [runtime(None, attempt) for attempt in (1, 2, 3)] == [60, 240, 240]
     assert rule_resources(DEFAULT, "train_grpo")["runtime"] == 60
+
+
+def test_the_schema_allows_resources_for_exactly_the_registered_cluster_rules() -> None:
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    allowed = schema["properties"]["resources"]["propertyNames"]["enum"]
+    assert sorted(allowed) == sorted(["default", *resource_keys()])
+
+
+def test_a_rule_shares_its_resources_key_and_an_unregistered_rule_is_refused() -> None:
+    config = copy.deepcopy(DEFAULT)
+    config["resources"]["evaluate_run"] = {"gpu": 2, "runtime": 90}
+    assert rule_resources(config, "evaluate_run_on") == rule_resources(config, "evaluate_run")
+    assert rule_resources(config, "evaluate_run_on")["gpu"] == 2
+    with pytest.raises(UnregisteredRuleError, match="rule plot_study_figure is not in .*CLUSTER_RULES"):
+        rule_resources(config, "plot_study_figure")
+
+
+def test_every_rule_that_samples_is_checked_against_tensor_parallel_size() -> None:
+    for key in ("score_pass_at", "evaluate_base_model", "evaluate_run"):
+        config = with_change("generation.tensor_parallel_size", 2)
+        config["resources"][key] = {"gpu": 1}
+        with pytest.raises(ConfigError, match=f"resources.{key}.gpu=1 is fewer than generation.tensor_parallel_size=2"):
+            check_config(config)
 
 
 def test_a_tracker_without_its_package_is_named(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -116,3 +116,13 @@ def test_paper_data_ablations_are_counted_over_the_paper_preset(paper: pd.DataFr
     added = rows["gpu_hours"].sum() - paper["gpu_hours"].sum()
     assert added == pytest.approx(30 * (8 * 2880 + 720) / 60 + 20 * 720 / 60 + 480 / 60 + 6 * 60 / 60)
     assert rows.loc["plot_data_figure", "jobs"] == 3
+
+
+def test_a_gpu_job_of_a_rule_status_would_not_count_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "Snakefile").write_text(
+        'rule all:\n    input: "done"\n\n'
+        'rule unregistered_gpu_job:\n    output: "done"\n    resources: gpu=1, runtime=10\n    shell: "touch {output}"\n'
+    )
+    with pytest.raises(PlanError, match="rule unregistered_gpu_job asks for 1 GPU.*not in .*CLUSTER_RULES"):
+        plan(snakefile=tmp_path / "Snakefile", directory=tmp_path)
+

@@ -9,7 +9,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from snakemake.settings.types import DAGSettings
+
 from isocompute.cli import main
+from isocompute.cluster_rules import CLUSTER_RULES
+from isocompute.plan import _workflow_of, loaded_workflow
 from isocompute.runlock import TrainerLock
 from isocompute.status import format_status, status
 
@@ -139,3 +143,41 @@ def test_the_command_prints_the_table(study: tuple[Path, float], capsys: pytest.
     out = capsys.readouterr().out
     assert code == 0 and "bp4_n2_seed0" in out and "evaluated" in out and "GPU-hours so far" in out
     assert main(["status", "--configfile", str(workdir / "nowhere.yaml"), "--directory", str(workdir)]) == 2
+
+
+# Every kind of GPU job: a pass@k set (score_pass_at), Easy's runs also on Hard's validation set
+# (evaluate_run_on), and one GPU for every rule with configured resources.
+EVERY_GPU_RULE = """grid:
+  - problem_sets: [easy, xhard]
+    b_problem: [4]
+    n: [2, 4]
+    seeds: [0]
+problem_sets:
+  xhard: {pass_at: {k: 32, max: 0}, train_size: 20, val_size: 5}
+studies: {fixed_b_problem: [4], fixed_batch: [], joint: false}
+extra_evaluation: {sets: {easy: [hard]}}
+resources:
+  default: {gpu: 1}
+"""
+
+
+def test_every_gpu_job_of_the_workflow_is_counted(tmp_path: Path) -> None:
+    """A benchmark record of 36 s on 1 GPU at the path of every job Snakemake would run: the study's total
+    holds them all, and each run's row its training and all its evaluations."""
+    workdir = scratch_workflow(tmp_path)
+    (workdir / "every.yaml").write_text(EVERY_GPU_RULE)
+    configfiles = [workdir / MICRO, workdir / "every.yaml"]
+    with loaded_workflow(configfiles, directory=workdir) as workflow_api:
+        workflow_api.dag(DAGSettings(forceall=True)).execute_workflow(executor="dryrun")
+        jobs = [job for job in _workflow_of(workflow_api).dag.jobs if job.rule.name in CLUSTER_RULES]
+    assert {job.rule.name for job in jobs} == set(CLUSTER_RULES) - {"probe_interference"}  # a probe when configured
+    assert all(job.benchmark for job in jobs), [job.rule.name for job in jobs if not job.benchmark]
+    for job in jobs:
+        _benchmark(workdir / str(job.benchmark), 36)
+    table, total = status(configfiles, directory=workdir, now=time.time())
+    assert total == pytest.approx(len(jobs) * 36 / 3600)
+    per_run = {"train_grpo": 1, "evaluate_run": 1}
+    hours = table.set_index(["problem_set", "run"])["gpu_hours"]
+    assert hours["xhard", "bp4_n2_seed0"] == pytest.approx(sum(per_run.values()) * 36 / 3600)
+    assert hours["easy", "bp4_n2_seed0"] == pytest.approx((sum(per_run.values()) + 1) * 36 / 3600)  # + on hard
+

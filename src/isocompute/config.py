@@ -19,6 +19,7 @@ import jsonschema
 import yaml
 
 from isocompute.ablations import Ablation, configured_ablations
+from isocompute.cluster_rules import CLUSTER_RULES, cluster_rule
 from isocompute.grid import GridError, GridPoint, LearningRate, batch_split, expand_grid
 from isocompute.specs import (
     BaseModelSpec,
@@ -34,7 +35,6 @@ from isocompute.specs import (
 
 # Keys of `vllm.LLM` that other config keys set: `generation.vllm_engine_kwargs` may not repeat them.
 VLLM_ENGINE_RESERVED = ("model", "seed", "tensor_parallel_size")
-GENERATION_RULES = ("score_difficulty", "score_pass_at", "evaluate_base_model", "evaluate_run")
 from isocompute.studies import Study, StudyError, configured_studies
 
 Config = Mapping[str, Any]
@@ -343,13 +343,14 @@ def figure_style(figures: Mapping[str, Any]) -> FigureStyle:
 
 
 def rule_resources(config: Config, rule: str) -> dict[str, Any]:
-    """A rule's cluster resources: `resources.default` overridden by `resources.<rule>`, unset keys dropped.
+    """A rule's cluster resources: `resources.default` overridden by the rule's key in `resources:`
+    (`cluster_rules.CLUSTER_RULES`, which a rule must be in), unset keys dropped.
 
     A GPU count of 0 is dropped too, so CPU rules never ask SLURM for `--gpus=0`.
     A list of runtimes gives each attempt its own (the last repeats), so a job resubmitted after its time
     limit can ask for more.
     """
-    merged = {**config["resources"]["default"], **config["resources"].get(rule, {})}
+    merged = {**config["resources"]["default"], **config["resources"].get(cluster_rule(rule).resources, {})}
     resources = {
         key: value for key, value in merged.items() if value is not None and not (key == "gpu" and value == 0)
     }
@@ -517,11 +518,12 @@ def _check_devices(config: Config) -> None:
     reserved = sorted(set(VLLM_ENGINE_RESERVED) & set(generation["vllm_engine_kwargs"]))
     if reserved:
         raise ConfigError(f"generation.vllm_engine_kwargs may not set {reserved}: other keys set them")
-    for rule in GENERATION_RULES:
+    sampling_rules = {rule.resources: name for name, rule in CLUSTER_RULES.items() if rule.samples}
+    for key, rule in sorted(sampling_rules.items()):
         gpus = rule_resources(config, rule).get("gpu", 0)
         if gpus and gpus < generation["tensor_parallel_size"]:
             raise ConfigError(
-                f"resources.{rule}.gpu={gpus} is fewer than generation.tensor_parallel_size="
+                f"resources.{key}.gpu={gpus} is fewer than generation.tensor_parallel_size="
                 f"{generation['tensor_parallel_size']}"
             )
 

@@ -8,7 +8,9 @@ API, reads every job of the resulting DAG with the resources Snakemake evaluated
 would request, including the effect of every overlaid --configfile.
 
 Jobs of `localrules` (and input-only rules such as `all`) run on the submitting host, not under sbatch, so
-they are listed but counted at 0 GPU-hours whatever their resources say.
+they are listed but counted at 0 GPU-hours whatever their resources say. A cluster job that asks for GPUs
+must belong to a rule of `isocompute.cluster_rules.CLUSTER_RULES`, the rules `isocompute status` counts:
+the plan refuses any other, so what is planned is what status will count.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from snakemake.settings.enums import Quietness
 from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings
 from snakemake_interface_common.exceptions import ApiError, WorkflowError
 
+from isocompute.cluster_rules import CLUSTER_RULES
 from isocompute.config import ConfigError
 
 COLUMNS = ["rule", "jobs", "local", "gpus_per_job", "runtime_min", "gpu_hours"]
@@ -205,15 +208,22 @@ def _toposorted_jobs(dag: Any) -> list[Any]:
 
 
 def _job_request(job: Any, workflow: Any) -> JobRequest:
-    """A job's rule, placement and the GPUs and runtime Snakemake evaluated for it."""
+    """A job's rule, placement and the GPUs and runtime Snakemake evaluated for it; a cluster job holding
+    GPUs for a rule that `isocompute status` would not count is refused."""
     rule = job.rule.name
     resources = job.resources
-    return JobRequest(
+    request = JobRequest(
         rule=rule,
         local=_runs_on_submit_host(job.rule, workflow),
         gpus=_number(resources.get("gpu", 0), rule, "gpu"),
         runtime_min=_number(resources.get("runtime", 0), rule, "runtime"),
     )
+    if request.gpus and not request.local and rule not in CLUSTER_RULES:
+        raise PlanError(
+            f"rule {rule} asks for {request.gpus:g} GPU(s) but is not in isocompute.cluster_rules.CLUSTER_RULES, "
+            f"so `isocompute status` would not count its GPU-hours: add it there"
+        )
+    return request
 
 
 def _runs_on_submit_host(rule: Any, workflow: Any) -> bool:

@@ -10,7 +10,10 @@ States: `waiting` (no attempt yet), `training` (an attempt is alive: at step k o
 far and the time left at its pace), `stopped` (the last attempt ended before the last step: time limit,
 preemption or a kill; the next run resumes it), `failed` (the last attempt failed), `trained`, `evaluated`.
 GPU-hours: attempts still running or ended without a benchmark record from their progress files (GPUs
-the job saw x its time), finished jobs from `benchmarks/` (wall seconds x the rule's configured GPUs).
+the job saw x its time), finished jobs from `benchmarks/` (wall seconds x the rule's configured GPUs), for
+every rule that can hold GPUs (`isocompute.cluster_rules.CLUSTER_RULES`): a grid point's row has its
+training and evaluations, the total adds the jobs of no grid point (pre-training, bucketing, pass@k, the
+base model's evaluations).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from isocompute.cluster_rules import CLUSTER_RULES
 from isocompute.config import Config, grid_points, output_roots, rule_resources
 from isocompute.grid import GridPoint, total_steps
 from isocompute.progress import Attempt, attempts, read_events
@@ -41,8 +45,10 @@ COLUMNS = [
     "gpu_hours",
 ]
 STATES = ("evaluated", "trained", "training", "stopped", "failed", "waiting")
-# Rules whose jobs have a benchmark record but belong to no grid point: counted in the study's total.
-SHARED_RULES = ("pretrain_base_model", "score_difficulty")
+# Rules whose jobs belong to no grid point: counted in the study's total only.
+SHARED_RULES = tuple(name for name, rule in CLUSTER_RULES.items() if not rule.per_point)
+# Rules with one job per grid point (per evaluation set, for some) besides training, which has attempts.
+POINT_RULES = tuple(name for name, rule in CLUSTER_RULES.items() if rule.per_point and name != "train_grpo")
 
 
 def status(
@@ -111,9 +117,13 @@ def point_status(config: Config, directory: Path, point: GridPoint, now: float) 
     if state == "evaluated":
         evals = pd.read_parquet(eval_dir / "evals.parquet")
         val = float(evals[metric].iloc[-1]) if metric in evals.columns and len(evals) else None
-    gpu_hours = _attempt_hours(tried, trained, directory / roots["benchmarks"] / "train_grpo" / bench, now, live)
-    gpu_hours += _benchmark_hours(directory / roots["benchmarks"] / "train_grpo" / bench, config, "train_grpo", tried)
-    gpu_hours += _benchmark_hours(directory / roots["benchmarks"] / "evaluate_run" / bench, config, "evaluate_run")
+    benchmarks = directory / roots["benchmarks"]
+    gpu_hours = _attempt_hours(tried, trained, benchmarks / "train_grpo" / bench, now, live)
+    gpu_hours += _benchmark_hours(benchmarks / "train_grpo" / bench, config, "train_grpo", tried)
+    for rule in POINT_RULES:
+        per_point = benchmarks / rule / point.problem_set
+        for path in [per_point / f"{point.run}.tsv", *sorted((per_point / point.run).glob("*.tsv"))]:
+            gpu_hours += _benchmark_hours(path, config, rule)
     return {
         "problem_set": point.problem_set,
         "run": point.run,
