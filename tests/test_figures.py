@@ -149,4 +149,3 @@ def test_log_compute_axes_label_a_few_ticks_that_do_not_run_into_each_other(low:
     assert all(left.x1 < right.x0 for left, right in zip(boxes, boxes[1:])), [label.get_text() for label in shown]
     assert not any(tick.label1.get_text() for tick in ax.xaxis.get_minor_ticks())
     plt.close(fig)
-

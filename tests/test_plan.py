@@ -125,4 +125,3 @@ def test_a_gpu_job_of_a_rule_status_would_not_count_is_refused(tmp_path: Path) -
     )
     with pytest.raises(PlanError, match="rule unregistered_gpu_job asks for 1 GPU.*not in .*CLUSTER_RULES"):
         plan(snakefile=tmp_path / "Snakefile", directory=tmp_path)
-

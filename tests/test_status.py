@@ -180,4 +180,3 @@ def test_every_gpu_job_of_the_workflow_is_counted(tmp_path: Path) -> None:
     hours = table.set_index(["problem_set", "run"])["gpu_hours"]
     assert hours["xhard", "bp4_n2_seed0"] == pytest.approx(sum(per_run.values()) * 36 / 3600)
     assert hours["easy", "bp4_n2_seed0"] == pytest.approx((sum(per_run.values()) + 1) * 36 / 3600)  # + on hard
-
