@@ -2,7 +2,7 @@
 import re
 
 from isocompute import config as study_config
-from isocompute import ablations, data_ablations, inputs, studies
+from isocompute import ablations, data_ablations, inputs, studies, upgrades
 
 study_config.validate_config(
     config, workflow.source_path("../workflow/schemas/config.schema.yaml")
@@ -86,6 +86,12 @@ def point_of(wildcards):
 def run_params(wildcards):
     """What the run computes with, as plain values: its own recipe and learning rate, no other run's."""
     return study_config.run_params(config, point_of(wildcards))
+
+
+def settings_of(block):
+    """A config block as a job's params, less the fields an upgrade added at their neutral value:
+    adding one reruns no finished job (`isocompute.upgrades`, docs/upgrading.md)."""
+    return upgrades.without_added(config[block], block)
 
 
 def study_of(wildcards):

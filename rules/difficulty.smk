@@ -19,8 +19,8 @@ rule score_difficulty:
     params:
         pretrained=config["base_model"]["pretrained"],
         difficulty={key: config["difficulty"][key] for key in ("samples", "shards")},
-        sampling=config["sampling"],
-        generation=config["generation"],
+        sampling=settings_of("sampling"),
+        generation=settings_of("generation"),
         checker=config["problems"]["checker"],
         seed=config["seed"],
     script:

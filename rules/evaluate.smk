@@ -36,8 +36,8 @@ rule evaluate_base_model:
     params:
         pretrained=config["base_model"]["pretrained"],
         k=config["evaluation"]["k"],
-        sampling=config["sampling"],
-        generation=config["generation"],
+        sampling=settings_of("sampling"),
+        generation=settings_of("generation"),
         checker=config["problems"]["checker"],
         seed=config["seed"],
     script:
@@ -66,9 +66,9 @@ rule evaluate_run:
         **study_config.rule_resources(config, "evaluate_run"),
     params:
         point=point_of,
-        evaluation=config["evaluation"],
-        sampling=config["sampling"],
-        generation=config["generation"],
+        evaluation=settings_of("evaluation"),
+        sampling=settings_of("sampling"),
+        generation=settings_of("generation"),
         checker=config["problems"]["checker"],
         seed=config["seed"],
     script:
@@ -96,8 +96,8 @@ rule evaluate_run_on:
     params:
         point=point_of,
         k=config["evaluation"]["k"],
-        sampling=config["sampling"],
-        generation=config["generation"],
+        sampling=settings_of("sampling"),
+        generation=settings_of("generation"),
         checker=config["problems"]["checker"],
         seed=config["seed"],
     script:

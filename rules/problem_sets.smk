@@ -21,8 +21,8 @@ rule score_pass_at:
         **study_config.rule_resources(config, "score_pass_at"),
     params:
         pretrained=config["base_model"]["pretrained"],
-        sampling=config["sampling"],
-        generation=config["generation"],
+        sampling=settings_of("sampling"),
+        generation=settings_of("generation"),
         checker=config["problems"]["checker"],
         seed=config["seed"],
     script:

@@ -1,6 +1,9 @@
-"""A checkpoint that lost files, or was cut off while saving, is found and passed over: the run resumes
-from the previous whole one and ends as an uninterrupted run would."""
+"""What a run goes on from. A checkpoint that lost files, or was cut off while saving, is found and passed
+over: the run resumes from the previous whole one and ends as an uninterrupted run would. A changed
+compute_max extends or cuts the run from the checkpoints it has; a setting that changes what the run
+computes sets its checkpoints aside, naming every differing key; none is deleted unannounced."""
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -8,10 +11,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from isocompute import upgrades
 from isocompute.checkpoints import checkpoint_problem, last_good_checkpoint
 from isocompute.grid import GridPoint
 from isocompute.specs import Recipe, SamplingSpec, TrainingSpec
-from isocompute.training import RunSpec, train_run
+from isocompute.training import RUN_SETTINGS, RunSpec, resume_point, train_run
 
 SPEC = TrainingSpec(1e-4, 64, 2, 24, 96, 3, "grpo", SamplingSpec(1.0, 1.0, 4))
 POINT = GridPoint("easy", 4, 2, 0)
@@ -87,3 +91,101 @@ def test_the_run_resumes_from_the_previous_whole_checkpoint(
     pd.testing.assert_frame_equal(resumed, trained[1])
     assert all(checkpoint_problem(run_dir / m["path"]) is None for m in manifest)
     assert json.loads((run_dir / "checkpoint-12" / "trainer_state.json").read_text())["global_step"] == 12
+
+
+def _steps(folder: Path) -> list[int]:
+    return sorted(int(p.name.split("-")[1]) for p in folder.glob("checkpoint-*"))
+
+
+def _superseded(run_dir: Path) -> list[Path]:
+    return sorted(run_dir.glob("superseded-*"))
+
+
+def test_raising_compute_max_extends_the_run_as_an_uninterrupted_run_would(
+    trained: tuple[Path, pd.DataFrame], tiny_model: str, pool: pd.DataFrame, tmp_path: Path
+) -> None:
+    # Compute points 24, 48, 96 (steps 3, 6, 12) keep their places when 192 (step 24) is added.
+    higher = dataclasses.replace(SPEC, compute_max=192, checkpoint_points=4)
+    run_dir = tmp_path / "raised"
+    shutil.copytree(trained[0], run_dir)
+    resumed = RunSpec(tiny_model, POINT, higher, Recipe(0.0, 0.0), str(run_dir))
+    assert resume_point(resumed, pool) == str(run_dir / "checkpoint-12")
+    extended, manifest = train_run(resumed, pool)
+    full, full_manifest = train_run(
+        RunSpec(tiny_model, POINT, higher, Recipe(0.0, 0.0), str(tmp_path / "full")), pool
+    )
+    pd.testing.assert_frame_equal(extended, full)
+    assert manifest == full_manifest and [m["step"] for m in manifest] == [3, 6, 12, 24]
+    assert _steps(run_dir) == [3, 6, 12, 24] and not _superseded(run_dir)
+
+
+def test_lowering_compute_max_cuts_the_run_at_a_checkpoint_and_sets_the_later_ones_aside(
+    trained: tuple[Path, pd.DataFrame],
+    tiny_model: str,
+    pool: pd.DataFrame,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    run_dir = tmp_path / "lowered"
+    shutil.copytree(trained[0], run_dir)
+    caplog.set_level("INFO")
+    lower = dataclasses.replace(SPEC, compute_max=48, checkpoint_points=2)
+    table, manifest = train_run(RunSpec(tiny_model, POINT, lower, Recipe(0.0, 0.0), str(run_dir)), pool)
+    # No step is trained again: the table is the first 6 steps of the longer run, from its checkpoint-6.
+    pd.testing.assert_frame_equal(table, trained[1].head(6))
+    assert [m["step"] for m in manifest] == [3, 6] and _steps(run_dir) == [3, 6]
+    (aside,) = _superseded(run_dir)
+    assert _steps(aside) == [12] and checkpoint_problem(aside / "checkpoint-12") is None
+    assert f"checkpoint-12 moved to {aside.name}" in caplog.text
+    # Moved back, it extends the run to 96 again without training a step.
+    (aside / "checkpoint-12").rename(run_dir / "checkpoint-12")
+    again, _ = train_run(RunSpec(tiny_model, POINT, SPEC, Recipe(0.0, 0.0), str(run_dir)), pool)
+    pd.testing.assert_frame_equal(again, trained[1])
+
+
+def test_a_changed_computation_sets_the_checkpoints_aside_and_names_every_differing_key(
+    trained: tuple[Path, pd.DataFrame],
+    tiny_model: str,
+    pool: pd.DataFrame,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    run_dir = tmp_path / "changed"
+    shutil.copytree(trained[0], run_dir)
+    caplog.set_level("INFO")
+    changed = RunSpec(
+        tiny_model, POINT, dataclasses.replace(SPEC, lr_base=2e-4), Recipe(0.01, 0.0), str(run_dir)
+    )
+    assert resume_point(changed, pool) is None
+    (aside,) = _superseded(run_dir)
+    assert _steps(aside) == [3, 6, 12] and _steps(run_dir) == []
+    assert json.loads((aside / RUN_SETTINGS).read_text())["spec"]["lr_base"] == 1e-4
+    assert json.loads((run_dir / RUN_SETTINGS).read_text())["spec"]["lr_base"] == 2e-4
+    reason = (aside / "reason.txt").read_text()
+    for key in ("spec.lr_base: 0.0001 -> 0.0002", "recipe.kl_coef: 0.0 -> 0.01"):
+        assert key in reason and key in caplog.text
+    assert "compute_max" not in reason
+
+
+def test_a_settings_file_from_before_an_added_field_counts_as_unchanged(
+    trained: tuple[Path, pd.DataFrame],
+    tiny_model: str,
+    pool: pd.DataFrame,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    run_dir = tmp_path / "older"
+    shutil.copytree(trained[0], run_dir)
+    run = RunSpec(tiny_model, POINT, SPEC, Recipe(0.0, 0.0), str(run_dir))
+    # As if `sampling.chat_template` had come with an upgrade: the older run's settings file lacks it.
+    saved = json.loads((run_dir / RUN_SETTINGS).read_text())
+    del saved["spec"]["sampling"]["chat_template"]
+    (run_dir / RUN_SETTINGS).write_text(json.dumps(saved))
+    monkeypatch.setitem(upgrades.ADDED_SETTINGS, "sampling.chat_template", False)
+    assert resume_point(run, pool) == str(run_dir / "checkpoint-12") and not _superseded(run_dir)
+    # At any other value the field is a change like any other.
+    (run_dir / RUN_SETTINGS).write_text(json.dumps(saved))
+    chat = dataclasses.replace(SPEC, sampling=dataclasses.replace(SPEC.sampling, chat_template=True))
+    assert resume_point(dataclasses.replace(run, spec=chat), pool) is None
+    (aside,) = _superseded(run_dir)
+    assert "spec.sampling.chat_template: (absent) -> True" in (aside / "reason.txt").read_text()

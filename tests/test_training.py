@@ -118,18 +118,6 @@ def test_training_resumes_from_its_last_checkpoint(
     pd.testing.assert_frame_equal(full, resumed)
 
 
-def test_changed_settings_restart_instead_of_resuming(
-    tiny_model: str, pool: pd.DataFrame, tmp_path: Path
-) -> None:
-    point = GridPoint("easy", 4, 2, 0)
-    train_run(RunSpec(tiny_model, point, spec(), Recipe(0.0, 0.0), str(tmp_path)), pool)
-    table, manifest = train_run(
-        RunSpec(tiny_model, point, spec(compute_max=48, points=2), Recipe(0.0, 0.0), str(tmp_path)), pool
-    )
-    assert len(table) == 6 and [m["step"] for m in manifest] == [3, 6]
-    assert not (tmp_path / "checkpoint-12").exists()
-
-
 def test_vllm_rollouts_with_truncated_importance_sampling_reach_trl_config(tmp_path: Path) -> None:
     colocate = RolloutEngine("colocate", 0.35, 2, 1, "token_truncate", 2.0)
     with_vllm = TrainingSpec(1e-6, 1024, 10, 1024, 4096, 2, "grpo", SAMPLING, colocate)

@@ -16,6 +16,7 @@ import re
 import shutil
 import struct
 import zipfile
+from collections.abc import Collection
 from pathlib import Path
 
 LOG = logging.getLogger(__name__)
@@ -30,6 +31,14 @@ def checkpoints_of(run_dir: str | Path) -> list[tuple[int, Path]]:
         if match and path.is_dir():
             found.append((int(match.group(1)), path))
     return sorted(found)
+
+
+def step_of(path: str | Path) -> int:
+    """The step of a `checkpoint-<step>` folder, from its name."""
+    match = CHECKPOINT.match(Path(path).name)
+    if not match:
+        raise ValueError(f"{path} is not named checkpoint-<step>")
+    return int(match.group(1))
 
 
 def checkpoint_problem(path: str | Path) -> str | None:
@@ -61,9 +70,20 @@ def checkpoint_problem(path: str | Path) -> str | None:
     return None
 
 
-def last_good_checkpoint(run_dir: str | Path) -> str | None:
-    """The newest whole checkpoint; newer broken ones are logged and removed so the run saves them again."""
-    for step, path in reversed(checkpoints_of(run_dir)):
+def last_good_checkpoint(
+    run_dir: str | Path, last_step: int | None = None, save_steps: Collection[int] = ()
+) -> str | None:
+    """The newest whole checkpoint at or below `last_step` (the run's end) below which every step of
+    `save_steps` (the compute points the run saves at) is on disk, so that going on from it leaves the run
+    with all of them; None when there is none. Broken ones met on the way are logged and removed so the run
+    saves them again; checkpoints passed over otherwise are left where they are."""
+    on_disk = checkpoints_of(run_dir)
+    steps = {step for step, _ in on_disk}
+    for step, path in reversed(on_disk):
+        if last_step is not None and step > last_step:
+            continue
+        if any(needed not in steps for needed in save_steps if needed < step):
+            continue
         problem = checkpoint_problem(path)
         if problem is None:
             return str(path)
@@ -71,6 +91,7 @@ def last_good_checkpoint(run_dir: str | Path) -> str | None:
             "%s is incomplete (%s): removed; the run resumes from an earlier checkpoint", path, problem
         )
         shutil.rmtree(path)
+        steps.discard(step)
     return None
 
 

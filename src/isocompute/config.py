@@ -18,6 +18,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from isocompute import upgrades
 from isocompute.ablations import Ablation, configured_ablations
 from isocompute.cluster_rules import CLUSTER_RULES, cluster_rule
 from isocompute.grid import GridError, GridPoint, LearningRate, batch_split, expand_grid
@@ -229,14 +230,17 @@ def run_params(config: Config, point: GridPoint) -> dict[str, Any]:
     """Everything a training job computes with, as plain values (Snakemake reruns it when they change):
     the sampling, the `training` keys without the device layout, with the run's own learning rate in
     place of the default, and the run's own recipe. Other recipes, other runs' learning rates and the
-    problem sets' blocks are not among them, so adding an ablation reruns no finished run."""
+    problem sets' blocks are not among them, so adding an ablation reruns no finished run; nor are fields an
+    upgrade added, at their neutral value (`isocompute.upgrades`)."""
     lr = run_lr(config, point)
     training = {key: value for key, value in recipe_keys(config["training"]).items() if key not in LR_KEYS}
-    return {
-        "sampling": config["sampling"],
-        "training": {**training, "lr_rule": lr.rule, "lr_base": lr.base, "lr_batch_ref": lr.batch_ref},
-        "recipe": recipe_params(config, point),
-    }
+    return upgrades.without_added(
+        {
+            "sampling": config["sampling"],
+            "training": {**training, "lr_rule": lr.rule, "lr_base": lr.base, "lr_batch_ref": lr.batch_ref},
+            "recipe": recipe_params(config, point),
+        }
+    )
 
 
 def run_description(config: Config, point: GridPoint) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from isocompute.grid import GridPoint, total_steps
 from isocompute.progress import append_event, attempts, read_events, start_attempt
 from isocompute.specs import LaunchSpec, Recipe, RolloutEngine, SamplingSpec, TrainingSpec
 from isocompute.timelimit import TimeLimitReached
-from isocompute.training import RunSpec, fit, resume_point, run_settings, write_outputs
+from isocompute.training import RunSpec, resume_point, run_training, write_outputs
 
 JOB_FILE = "job.json"
 
@@ -153,7 +153,7 @@ def run_job(job: TrainingJob, deadline: float | None = None) -> None:
     run = job.run
     problems = pd.read_parquet(job.train_path)
     with runlock.TrainerLock(run.run_dir):
-        resume = resume_point(run.run_dir, run_settings(run, problems))
+        resume = resume_point(run, problems)
         steps = total_steps(run.point.batch, run.spec.compute_max)
         gpus = len(visible_devices())
         start_attempt(run.run_dir, gpus, resume, steps, run.point.batch, os.environ.get("SLURM_JOB_ID"))
@@ -162,7 +162,9 @@ def run_job(job: TrainingJob, deadline: float | None = None) -> None:
             if needs_launcher(run):
                 _launch(job, resume, deadline)
             else:
-                write_outputs(*fit(run, problems, resume, deadline=deadline), job.log_table, job.checkpoints)
+                write_outputs(
+                    *run_training(run, problems, resume, deadline=deadline), job.log_table, job.checkpoints
+                )
             outcome = "finished"
         except TimeLimitReached:
             outcome = "time_limit"
@@ -217,7 +219,7 @@ def main(job_file: str) -> None:
     saved = json.loads(Path(job_file).read_text())
     job = job_from_dict(saved["job"])
     lock = runlock.join(job.run.run_dir)  # shared with the job: no later attempt starts while this rank lives
-    table, manifest = fit(
+    table, manifest = run_training(
         job.run, pd.read_parquet(job.train_path), saved["resume"], tuple(saved["ports"]), saved["deadline"]
     )
     if PartialState().is_main_process:

@@ -6,10 +6,11 @@ and neither on Hard, rollouts from vLLM corrected by truncated importance sampli
 recipe with the zero-variance filter, or a grid point with a decoupled baseline, trains with
 `isocompute.selective_grpo.SelectiveGRPOTrainer` instead of TRL's own. Each run trains to
 the study's compute_max and saves at compute points spaced evenly in log C, so one run yields its whole
-reward-vs-compute curve. A run resumes from its last checkpoint when its job is restarted with the same
-settings (on any number of devices), and starts afresh when the settings changed.
+reward-vs-compute curve. A run resumes from its last checkpoint when its job is restarted (on any number
+of devices), goes on from it when only its compute_max changed, and starts afresh, its old checkpoints
+set aside, when a setting changed what it computes (`resume_point`; docs/upgrading.md).
 
-`train_run` trains in the calling process; `isocompute.launch` runs the same `fit` under
+`train_run` trains in the calling process; `isocompute.launch` runs the same `run_training` under
 `accelerate launch` when a run spans several processes.
 """
 
@@ -19,6 +20,7 @@ import dataclasses
 import json
 import logging
 import shutil
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -32,7 +34,7 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 from trl import GRPOConfig, GRPOTrainer
 
 from isocompute.answers import reward_function
-from isocompute.checkpoints import last_good_checkpoint
+from isocompute.checkpoints import checkpoints_of, last_good_checkpoint, step_of
 from isocompute.grid import GridPoint, batch_split, checkpoint_steps, learning_rate, total_steps
 from isocompute.problems import write_table
 from isocompute.progress import append_event
@@ -41,6 +43,7 @@ from isocompute.selective_grpo import LossSelection, SelectiveGRPOTrainer
 from isocompute.specs import LaunchSpec, Recipe, RolloutEngine, TrainingSpec
 from isocompute.timelimit import StopBeforeTimeLimit, TimeLimitReached
 from isocompute.tracking import TrackedRunConfig, tracked_run_id, tracked_run_name, tracking_environment
+from isocompute.upgrades import changed_settings
 
 LOG = logging.getLogger(__name__)
 
@@ -291,9 +294,10 @@ def loss_selection(run: RunSpec) -> LossSelection | None:
 
 
 def run_settings(run: RunSpec, train_problems: pd.DataFrame) -> dict[str, object]:
-    """Everything that changes what a run computes; a run resumes only when these are unchanged.
+    """Everything that changes what a run computes, and how far it goes; saved as `run_settings.json`.
 
-    The device layout (`run.launch`) is not among them: a run resumes on any number of GPUs.
+    The device layout (`run.launch`) is not among them: a run resumes on any number of GPUs. Of these,
+    `EXTENT` only says where the run stops and which steps it keeps: a run resumes across changes of it.
     """
     return {
         "model": str(run.model_path),
@@ -305,20 +309,89 @@ def run_settings(run: RunSpec, train_problems: pd.DataFrame) -> dict[str, object
     }
 
 
-def resume_point(run_dir: str | Path, settings: dict[str, object]) -> str | None:
-    """The last whole checkpoint when the run's settings are unchanged (logged: the job's log names it);
-    otherwise clear old checkpoints. Incomplete checkpoints (a job killed while saving) are passed over."""
-    run_dir = Path(run_dir)
-    settings_file = run_dir / RUN_SETTINGS
-    if settings_file.exists() and json.loads(settings_file.read_text()) == settings:
-        resume = last_good_checkpoint(run_dir)
-        LOG.info("%s: %s", run_dir, f"resuming from {resume}" if resume else "no checkpoint yet, starting")
-        return resume
-    for old in run_dir.glob("checkpoint-*"):
-        shutil.rmtree(old)
+# The settings that set how far a run goes and where it saves, not what any of its steps computes: with
+# a warm-up then a constant learning rate, a run raised to a larger compute_max goes on from its last
+# checkpoint exactly as an uninterrupted run to that compute would.
+EXTENT = ("spec.compute_min", "spec.compute_max", "spec.checkpoint_points")
+SUPERSEDED = "superseded-"
+
+
+def resume_point(run: RunSpec, train_problems: pd.DataFrame) -> str | None:
+    """The checkpoint the run goes on from, or None to start; no checkpoint is ever deleted unannounced.
+
+    A run whose settings changed what it computes (any key but `EXTENT`; `isocompute.upgrades` passes
+    over fields an upgrade added at their neutral value) cannot use its checkpoints: they move, with the
+    old `run_settings.json`, to `superseded-<time>/` in the run folder, the log names every differing key,
+    and the run starts afresh. Otherwise the run goes on from its newest whole checkpoint at or below its
+    last step below which every compute point it saves at is on disk: a raised compute_max extends it, a
+    lowered one cuts it at a checkpoint it has (or trains up to the new end from an earlier one).
+    Checkpoints beyond that point, or at compute points the run no longer saves at, move aside as well,
+    named in the log. Incomplete checkpoints (a job killed while saving) are logged and removed.
+    """
+    run_dir = Path(run.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    settings_file.write_text(json.dumps(settings, indent=2, sort_keys=True))
-    return None
+    settings = json.loads(json.dumps(run_settings(run, train_problems)))
+    settings_file = run_dir / RUN_SETTINGS
+    changed = _changed_computation(settings_file, settings)
+    if changed:
+        old = [path for _, path in checkpoints_of(run_dir)]
+        reason = "its settings changed what it computes: " + "; ".join(changed)
+        supersede(run_dir, [*old, *([settings_file] if settings_file.exists() else [])], reason)
+    _write_atomically(settings_file, json.dumps(settings, indent=2, sort_keys=True))
+    point, spec = run.point, run.spec
+    save_steps = checkpoint_steps(point.batch, spec.compute_min, spec.compute_max, spec.checkpoint_points)
+    resume = last_good_checkpoint(run_dir, total_steps(point.batch, spec.compute_max), save_steps)
+    resume_step = step_of(resume) if resume else 0
+    unused = [
+        path
+        for step, path in checkpoints_of(run_dir)
+        if step > resume_step or (step < resume_step and step not in save_steps)
+    ]
+    if unused:
+        start = f"step {resume_step}" if resume else "the start"
+        reason = f"the run saves at steps {save_steps}, going on from {start}: these lie beyond or off them"
+        supersede(run_dir, unused, reason)
+    LOG.info(
+        "%s: %s", run_dir, f"resuming from {resume}" if resume else "no checkpoint to go on from, starting"
+    )
+    return resume
+
+
+def _changed_computation(settings_file: Path, settings: dict[str, object]) -> list[str]:
+    """`old -> new` of each key (but `EXTENT`) that differs from the saved settings; a run folder with
+    checkpoints but no readable settings file counts as changed."""
+    if not settings_file.exists():
+        return ["run_settings.json: (absent)"] if checkpoints_of(settings_file.parent) else []
+    try:
+        saved = json.loads(settings_file.read_text())
+    except ValueError:
+        return ["run_settings.json: (unreadable)"]
+    changed = changed_settings(saved, settings)
+    return [
+        f"{key}: {_shown(old)} -> {_shown(new)}" for key, (old, new) in changed.items() if key not in EXTENT
+    ]
+
+
+def _shown(value: object) -> str:
+    """A settings value for the log: a long list (the training problems' ids) by its length."""
+    return f"[{len(value)} items]" if isinstance(value, list) and len(value) > 8 else repr(value)
+
+
+def supersede(run_dir: Path, paths: Sequence[Path], reason: str) -> Path:
+    """Move `paths` (checkpoints, an old settings file) to a new `superseded-<UTC time>/` of the run folder,
+    with the reason in its `reason.txt`, and log where they went and why."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = run_dir / f"{SUPERSEDED}{stamp}"
+    suffix = 1
+    while target.exists():
+        suffix += 1
+        target = run_dir / f"{SUPERSEDED}{stamp}-{suffix}"
+    target.mkdir()
+    (target / "reason.txt").write_text(reason + "\n")
+    for path in paths:
+        path.rename(target / path.name)
+    LOG.warning("%s: %s moved to %s: %s", run_dir, ", ".join(p.name for p in paths), target.name, reason)
+    return target
 
 
 def training_table(log_history: list[dict[str, float]], batch: int) -> pd.DataFrame:
@@ -338,11 +411,11 @@ def train_run(
     run: RunSpec, train_problems: pd.DataFrame, deadline: float | None = None
 ) -> tuple[pd.DataFrame, list[dict[str, object]]]:
     """Train one grid point in this process; return its per-step table and the manifest of its checkpoints."""
-    resume = resume_point(run.run_dir, run_settings(run, train_problems))
-    return fit(run, train_problems, resume, deadline=deadline)
+    resume = resume_point(run, train_problems)
+    return run_training(run, train_problems, resume, deadline=deadline)
 
 
-def fit(
+def run_training(
     run: RunSpec,
     train_problems: pd.DataFrame,
     resume: str | None,
@@ -357,30 +430,13 @@ def fit(
     point, spec = run.point, run.spec
     save_steps = checkpoint_steps(point.batch, spec.compute_min, spec.compute_max, spec.checkpoint_points)
     args = grpo_args(point, spec, run.recipe, run.run_dir, run.launch, ports)
-    stop = StopBeforeTimeLimit(deadline, run.launch.time_limit_margin)
-    tracked_run = tracked_run_id(run.run_dir, run_settings(run, train_problems))
-    with tracking_environment(run.launch.report_to, run.run_dir, tracked_run):
-        trainer = build_trainer(
-            run.model_path,
-            train_problems,
-            args,
-            save_steps,
-            reward_function(run.checker),
-            spec.sampling.chat_template,
-            run.launch.resume_every_steps,
-            callbacks=[ReplayShuffles(), ProgressLog(run.run_dir, point.batch), stop],
-            selection=loss_selection(run),
-        )
-        if run.launch.report_to:
-            config = {"grid_point": dataclasses.asdict(point), "recipe": dataclasses.asdict(run.recipe)}
-            trainer.add_callback(TrackedRunConfig(config, trainer.callback_handler.callbacks))
-        trainer.train(resume_from_checkpoint=resume)
-    if stop.stopped_at is not None:
-        if trainer.is_world_process_zero():
-            checkpoint = f"checkpoint-{stop.stopped_at}"
-            append_event(run.run_dir, "time_limit", step=stop.stopped_at, checkpoint=checkpoint)
-        raise TimeLimitReached.saved(run.run_dir, stop.stopped_at, args.max_steps)
-    table = training_table(trainer.state.log_history, point.batch)
+    if resume is not None and step_of(resume) >= args.max_steps:
+        # The run ends at its checkpoint (a lowered compute_max, or a job stopped between its last save and
+        # its outputs): nothing is left to train, and TRL's trainer would take one step beyond the end.
+        history = json.loads((Path(resume) / "trainer_state.json").read_text())["log_history"]
+    else:
+        history = _train(run, train_problems, resume, args, save_steps, deadline)
+    table = training_table(history, point.batch)
     by_step = table.set_index("step")
     manifest = [
         {
@@ -394,12 +450,51 @@ def fit(
     return table, manifest
 
 
+def _train(
+    run: RunSpec,
+    train_problems: pd.DataFrame,
+    resume: str | None,
+    args: GRPOConfig,
+    save_steps: list[int],
+    deadline: float | None,
+) -> list[dict[str, float]]:
+    """TRL's trainer from `resume` to the run's end; its log history. Raises `TimeLimitReached` (saved)."""
+    stop = StopBeforeTimeLimit(deadline, run.launch.time_limit_margin)
+    tracked_run = tracked_run_id(run.run_dir, run_settings(run, train_problems))
+    with tracking_environment(run.launch.report_to, run.run_dir, tracked_run):
+        trainer = build_trainer(
+            run.model_path,
+            train_problems,
+            args,
+            save_steps,
+            reward_function(run.checker),
+            run.spec.sampling.chat_template,
+            run.launch.resume_every_steps,
+            callbacks=[ReplayShuffles(), ProgressLog(run.run_dir, run.point.batch), stop],
+            selection=loss_selection(run),
+        )
+        if run.launch.report_to:
+            config = {"grid_point": dataclasses.asdict(run.point), "recipe": dataclasses.asdict(run.recipe)}
+            trainer.add_callback(TrackedRunConfig(config, trainer.callback_handler.callbacks))
+        trainer.train(resume_from_checkpoint=resume)
+    if stop.stopped_at is not None:
+        if trainer.is_world_process_zero():
+            checkpoint = f"checkpoint-{stop.stopped_at}"
+            append_event(run.run_dir, "time_limit", step=stop.stopped_at, checkpoint=checkpoint)
+        raise TimeLimitReached.saved(run.run_dir, stop.stopped_at, args.max_steps)
+    return trainer.state.log_history
+
+
 def write_outputs(
     table: pd.DataFrame, manifest: list[dict[str, object]], log_table: str | Path, checkpoints: str | Path
 ) -> None:
     """The run's training table and checkpoint manifest, each written under a temporary name, then renamed."""
     write_table(table, log_table)
-    checkpoints = Path(checkpoints)
-    partial = checkpoints.with_name(f".{checkpoints.name}.partial")
-    partial.write_text(json.dumps(manifest, indent=2))
-    partial.replace(checkpoints)
+    _write_atomically(Path(checkpoints), json.dumps(manifest, indent=2))
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Write under a temporary name, then rename: a job killed meanwhile leaves the old file or none."""
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(text)
+    partial.replace(path)
