@@ -21,6 +21,7 @@ include: "rules/evaluate.smk"
 include: "rules/fit.smk"
 include: "rules/figures.smk"
 include: "rules/data_ablations.smk"
+include: "rules/diagnostics.smk"
 
 
 rule all:

@@ -395,10 +395,38 @@ def recommendation_paths():
     return [results(f"recommendations/{p}.md") for p in with_fits]
 
 
+def diagnostics_paths():
+    """Every study's training diagnostics: its tables and figure (`rules/diagnostics.smk`)."""
+    return [
+        results(f"{stage}/{s.problem_set}/{s.name}/{name}")
+        for s in STUDIES
+        for stage, name in (
+            ("diagnostics", "training.parquet"),
+            ("diagnostics", "nstar_by_metric.parquet"),
+            ("figures", "diagnostics.png"),
+            ("figures", "diagnostics.pdf"),
+        )
+    ]
+
+
+def interference_probe_paths():
+    """The probe of every swept set together (`results/interference/easy+hard/`), with its figure."""
+    probe = "+".join(SWEPT_SETS)
+    return [
+        results(f"interference/{probe}/probe.json"),
+        *(results(f"figures/interference/{probe}.{ext}") for ext in ("png", "pdf")),
+    ]
+
+
+# One or more problem sets joined by "+".
+PROBE = f"(?:{one_of(PROBLEM_SETS)})(?:\\+(?:{one_of(PROBLEM_SETS)}))*"
+
+
 def get_study_outputs():
     """The study's answers: every figure, the recommendations and the table of all evaluations."""
     return [
         *(path for figure in FIGURES for path in figure_paths(figure)),
+        *diagnostics_paths(),
         *data_figure_paths(),
         *extra_evaluation_paths(),
         *recommendation_paths(),

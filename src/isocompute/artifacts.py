@@ -49,6 +49,12 @@ CATALOGUE: list[tuple[str, str]] = [
     ("fits/*/*/on_*/fits.json", "a study's fits on another validation set (`extra_evaluation.sets`)"),
     ("fits/*/*/train_fits.json", "a study's fits of the training reward (smoothed) and training pass rate (Fig. 14)"),
     ("fits/*/*/fits.json", "a study's fits: per-curve sigmoids, frontier, optimum sigmoid, bootstrap intervals"),
+    ("diagnostics/*/*/training.parquet", "per run and checkpoint: share of training problems with pass@train_k = 0, of zero-variance groups"),
+    ("diagnostics/*/*/nstar_by_metric.parquet", "a study's n* along the frontier for avg@4, best@4 and worst@4"),
+    ("interference/*/probe.json", "the interference probe of the base model: gradient cosines and one-step changes per set"),
+    ("interference/*/pairs.parquet", "the interference probe: every pair of probed problems with its gradient cosines"),
+    ("figures/interference/*", "the interference probe: cosine distribution and one-step changes between sets"),
+    ("figures/*/*/diagnostics.*", "a study's training diagnostics: pass@train_k = 0 share, zero-variance share, n* by metric"),
     ("recommendations/*.md", "the prescribed n, B_problem, M and lr for the configured budgets"),
     ("recommendations/*.json", "the same prescription as a table"),
     *(
