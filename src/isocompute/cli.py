@@ -3,6 +3,7 @@
     isocompute fit EVALS --metric avg@4 --by n --compute rollouts --out FITS.json
     isocompute recommend FITS.json --compute 1e6
     isocompute compare RESULTS_DIR RESULTS_DIR ... --out DIR
+    isocompute replay EVALS --counts COUNTS --out REPLAY.json   (the adaptive sweep, docs/adaptive-sweep.md)
 
 EVALS is a CSV or parquet with at least the columns `run`, `n`, `b_problem`, `step`, `compute_rollouts`,
 `compute_tokens` and the metric (`results/evaluation/evals.csv` is one). FITS.json has the schema of the
@@ -21,6 +22,7 @@ import pandas as pd
 
 from isocompute.analysis import FitOptions
 from isocompute.bootstrap import resample_evals
+from isocompute.files import write_json
 from isocompute.grid import LR_RULES
 from isocompute.recommend import describe, recommend
 from isocompute.study_fits import fit_study
@@ -82,7 +84,7 @@ def fit_command(args: argparse.Namespace) -> dict:
     )
     return {
         "study": {"kind": "cli", "name": Path(args.evals).stem, "by": by, "fixed": fixed},
-        "recipe": {"lr_rule": args.lr_rule, "lr_base": args.lr_base, "lr_batch_ref": args.lr_batch_ref},
+        "learning_rate": {"lr_rule": args.lr_rule, "lr_base": args.lr_base, "lr_batch_ref": args.lr_batch_ref},
         "headline": {"metric": args.metric, "compute": compute},
         "fits": {args.metric: {compute: fit}},
     }
@@ -117,6 +119,7 @@ def parser() -> argparse.ArgumentParser:
     advise.add_argument("--compute", type=float, required=True, help="budget C in rollouts")
     advise.add_argument("--metric", help="default: the file's headline metric")
     advise.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_replay_parser(commands)
     add_plan_parser(commands)
     add_status_parser(commands)
     add_probe_parser(commands)
@@ -128,7 +131,44 @@ def parser() -> argparse.ArgumentParser:
     simulated.add_argument("preset", help="a simulated-policy preset, e.g. config/presets/simulated.yaml")
     simulated.add_argument("--workers", type=int, default=1, help="processes training (B_problem, n) groups")
     simulated.add_argument("--no-fit", action="store_true", help="write the tables only")
+    simulated.add_argument("--fit-only", action="store_true", help="refit the tables already written, no training")
     return main
+
+
+def add_replay_parser(commands: argparse._SubParsersAction) -> None:
+    """`isocompute replay`: the adaptive sweep's policy on a complete table, before spending a GPU on it."""
+    sweep = commands.add_parser("replay", help="replay the adaptive sweep on complete evaluations: rollouts spent, decisions, fits")
+    sweep.add_argument("evals", help="evaluation table of one fixed-B_problem study (CSV or parquet)")
+    sweep.add_argument("--counts", required=True, help="per-problem correct counts (val_counts): the bootstrap's bands")
+    sweep.add_argument("--base-counts", help="the base model's per-problem counts, resampled with --counts")
+    sweep.add_argument("--base-reward", type=float, help="anchor every curve's R0 at this value")
+    sweep.add_argument("--out", required=True, help="REPLAY.json to write")
+    sweep.add_argument("--metric", default="avg@4")
+    sweep.add_argument("--k", type=int, default=4, help="samples per problem in --counts")
+    sweep.add_argument("--bootstrap", type=int, default=50, help="resamples of the validation problems per decision")
+    sweep.add_argument("--seed", type=int, default=0)
+    sweep.add_argument("--rung-factor", type=float, default=4.0, help="compute caps C_max / factor**j")
+    sweep.add_argument("--min-steps", type=int, default=10, help="optimizer steps an arm runs before it may stop")
+    sweep.add_argument("--audit-rungs", type=int, default=1, help="rungs the audit arm runs past its stop (0: none)")
+    sweep.add_argument("--holdout-decades", type=float, default=0.5, help="top compute held out to check the kept data's law")
+
+
+def replay_command(args: argparse.Namespace) -> dict:
+    """The replay of `args` (imported here, like plan, to keep the other commands light)."""
+    from isocompute.adaptive import replay
+    from isocompute.rungs import SweepSettings
+
+    evals, counts = read_table(args.evals), read_table(args.counts)
+    missing = [c for c in [*REQUIRED, args.metric] if c not in evals.columns]
+    if missing:
+        raise InputError(f"{args.evals}: missing column(s) {missing}")
+    missing = [c for c in ["id", "n_correct", "n", "step"] if c not in counts.columns]
+    if missing:
+        raise InputError(f"{args.counts}: missing column(s) {missing}")
+    options = FitOptions(metric=args.metric, compute="compute_rollouts", by=("n",), base_reward=args.base_reward)
+    settings = SweepSettings(args.rung_factor, args.min_steps, args.audit_rungs)
+    base_counts = read_table(args.base_counts) if args.base_counts else None
+    return replay(evals, counts, options, args.k, args.bootstrap, args.seed, settings, base_counts, args.holdout_decades)
 
 
 def add_plan_parser(commands: argparse._SubParsersAction) -> None:
@@ -235,6 +275,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             Path(args.out).write_text(json.dumps(result, indent=2))
             optimum = result["fits"][args.metric][COMPUTE[args.compute]]["optimum"]
             print(json.dumps({column: {k: v for k, v in fit.items() if k != "samples"} for column, fit in optimum.items()}, indent=2))
+        elif args.command == "replay":
+            result = replay_command(args)
+            write_json(result, args.out)
+            law = result["fits"]["optimum"]["n"]
+            print(f"rollouts spent {result['rollouts_spent']:.6g} of the full grid's {result['rollouts_full_grid']:.6g} "
+                  f"({result['share_of_full_grid']:.0%}); law of n*: {'fitted' if law['ok'] else law['kind']}")  # fmt: skip
         elif args.command == "plan":
             print(plan_command(args))
         elif args.command == "status":
@@ -244,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "simulate":
             from isocompute.simulated_study import run_preset
 
-            run_preset(args.preset, args.workers, fit=not args.no_fit)
+            run_preset(args.preset, args.workers, train=not args.fit_only, fit=not args.no_fit)
         elif args.command == "compare":
             from isocompute.compare import compare
 

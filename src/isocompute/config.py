@@ -22,6 +22,7 @@ from isocompute import upgrades
 from isocompute.ablations import Ablation, configured_ablations
 from isocompute.cluster_rules import CLUSTER_RULES, cluster_rule
 from isocompute.grid import GridError, GridPoint, LearningRate, batch_split, expand_grid
+from isocompute.rungs import SweepError, SweepSettings, rung_caps
 from isocompute.specs import (
     BaseModelSpec,
     Bucket,
@@ -484,7 +485,7 @@ def check_config(config: Config) -> list[GridPoint]:
         other = names.setdefault((point.problem_set, point.run), point)
         if other != point:
             raise ConfigError(f"runs {other} and {point} of {point.problem_set} share the name {point.run}")
-    studies_of(config, points)
+    sweep_settings(config, studies_of(config, points), points)
     ablations_of(config)
     return points
 
@@ -538,6 +539,45 @@ def studies_of(config: Config, points: list[GridPoint]) -> list[Study]:
         return configured_studies(config.get("studies", {}), points)
     except StudyError as error:
         raise ConfigError(str(error)) from None
+
+
+def sweep_settings(config: Config, studies: list[Study], points: list[GridPoint]) -> SweepSettings | None:
+    """The adaptive sweep's settings (None for the full grid), refused where the sweep could not decide.
+
+    An arm stops only on bootstrap bands (per-problem counts, `fits.bootstrap` > 0); the frontier's arm and
+    its two neighbours always continue (three arms at least); and a sweep decides between rungs (two at
+    least from training.compute_min to compute_max). The fixed-B_problem studies are the ones it adapts.
+    """
+    sweep = config.get("sweep", {"mode": "full"})
+    if sweep["mode"] != "adaptive":
+        return None
+    settings = SweepSettings(**{key: sweep[key] for key in ("rung_factor", "min_steps", "audit_rungs") if key in sweep})
+    if config["fits"]["bootstrap"] == 0:
+        raise ConfigError(
+            "sweep.mode=adaptive needs fits.bootstrap > 0: an arm stops only on bootstrap bands of the "
+            "per-problem counts, and fits.bootstrap = 0 gives none"
+        )
+    adapted = [study for study in studies if study.kind == "fixed_b_problem"]
+    if not adapted:
+        raise ConfigError("sweep.mode=adaptive adapts the fixed-B_problem studies: studies.fixed_b_problem has none on the grid")
+    for study in adapted:
+        arms = sorted({p.n for p in study.runs(points)})
+        if len(arms) < 3:
+            raise ConfigError(
+                f"sweep.mode=adaptive: studies.fixed_b_problem {study.name} on {study.problem_set} has {len(arms)} "
+                f"arm(s) (n = {arms}); it needs at least three (the frontier's arm and its two neighbours continue)"
+            )
+    training = config["training"]
+    try:
+        caps = rung_caps(training["compute_min"], training["compute_max"], settings.rung_factor)
+    except SweepError as error:
+        raise ConfigError(str(error)) from None
+    if len(caps) < 2:
+        raise ConfigError(
+            f"sweep.rung_factor={settings.rung_factor} leaves {len(caps)} rung from training.compute_min="
+            f"{training['compute_min']} to compute_max={training['compute_max']}: an adaptive sweep needs two or more"
+        )
+    return settings
 
 
 def ablations_of(config: Config) -> list[Ablation]:

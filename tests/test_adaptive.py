@@ -1,0 +1,198 @@
+"""The adaptive sweep: it stops only arms confidently below the frontier over their whole remaining range,
+never the frontier's arm or its neighbours nor a curve whose ceiling its data leave open, and on a known
+truth it spends less than the full grid for the same law. Bad sweeps are refused at config time.
+`python tests/adaptive_truth.py` prints the replay figures of every scenario."""
+
+import copy
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from adaptive_truth import agreement, options
+from conftest import REPO
+from known_truth import SCENARIOS, K, draw, recovery
+
+from isocompute.adaptive import REWARD_MAX, ceiling_bound, decide, replay
+from isocompute.bootstrap import resample_evals
+from isocompute.cli import main
+from isocompute.config import ConfigError, check_config, validate_config
+from isocompute.metrics import summarize_counts
+from isocompute.rungs import SweepError, SweepSettings, rung_caps
+from isocompute.study_fits import fit_study
+
+BOOTSTRAP = 10
+SETTINGS = SweepSettings(rung_factor=4.0, min_steps=10, audit_rungs=1)
+PAPER = SCENARIOS["paper_easy_law"]
+
+
+@pytest.fixture(scope="module")
+def paper() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, float]:
+    evals, counts, base = draw(PAPER, 0)
+    return evals, counts, base, summarize_counts(base["n_correct"], K)["avg@4"]
+
+
+def fit_of(paper: tuple, arms: set[int], cap: float) -> dict:
+    """The study fit of the draw's arms `arms` up to compute `cap`, bootstrapped as a sweep's decision is."""
+    evals, counts, base, base_reward = paper
+    keep = lambda table: table[table["n"].isin(arms) & (table["compute_rollouts"] <= cap)]
+    replicas = resample_evals(keep(counts), K, BOOTSTRAP, 0, ("n",), base)
+    return fit_study(keep(evals), options(base_reward), replicas=replicas)
+
+
+def reached_steps(paper: tuple, arms: set[int], cap: float) -> dict[int, int]:
+    evals = paper[0]
+    seen = evals[evals["n"].isin(arms) & (evals["compute_rollouts"] <= cap)]
+    return {int(n): int(group["step"].max()) for n, group in seen.groupby("n")}
+
+
+def test_the_frontiers_arm_and_its_neighbours_continue_even_when_far_below(paper: tuple) -> None:
+    """With n = 4, 8, 16 to C = 1e6, n = 16 owns the frontier; n = 8's ceiling (about 0.25) lies far under
+    it, yet as the frontier arm's neighbour it continues, while n = 4 (ceiling 0.2) stops."""
+    arms = {4, 8, 16}
+    fit = fit_of(paper, arms, 1e6)
+    decisions = {d.n: d for d in decide(fit, reached_steps(paper, arms, 1e6), sorted(arms), SETTINGS)}
+    assert fit["optimum_at_max_compute"]["n"] == 16
+    assert decisions[16].action == "extend" and "the frontier's arm" in decisions[16].reason
+    assert decisions[8].action == "extend" and "neighbour" in decisions[8].reason
+    assert decisions[8].numbers["margin"] > 0, decisions[8].numbers  # the band test alone would have stopped it
+    assert decisions[4].action == "stop" and decisions[4].numbers["upper"] < decisions[4].numbers["frontier_low"]
+
+
+def test_an_unsaturated_curve_stays_a_candidate(paper: tuple) -> None:
+    """At C = 4e5 the large n are still rising: their ceilings are not identified, so nothing bounds their
+    future below the metric's maximum and none of them stops, whatever its fitted ceiling says."""
+    arms = set(PAPER.curves)
+    fit = fit_of(paper, arms, 4e5)
+    rising = [c for c in fit["curves"] if any(flag.startswith("A not identified") for flag in c["flags"])]
+    assert 256 in {c["key"]["n"] for c in rising} and len(rising) >= 3
+    for curve in rising:
+        assert ceiling_bound(curve, BOOTSTRAP)[0] == REWARD_MAX
+    decisions = {d.n: d for d in decide(fit, reached_steps(paper, arms, 4e5), sorted(arms), SETTINGS)}
+    assert all(decisions[c["key"]["n"]].action == "extend" for c in rising)
+    saturated = next(c for c in fit["curves"] if c["key"]["n"] == 8)
+    bound, why = ceiling_bound(saturated, BOOTSTRAP)
+    measured = [row["avg@4"] for row in fit["measured"] if row["n"] == 8]
+    assert max(measured[-3:]) < bound < REWARD_MAX, why
+
+
+@pytest.fixture(scope="module")
+def replayed(paper: tuple) -> tuple[dict, dict]:
+    evals, counts, base, base_reward = paper
+    sweep = replay(evals, counts, options(base_reward), K, BOOTSTRAP, 0, SETTINGS, base)
+    full = fit_study(evals, options(base_reward), replicas=resample_evals(counts, K, BOOTSTRAP, 0, ("n",), base))
+    return sweep, full
+
+
+def test_replay_spends_less_than_the_full_grid_and_keeps_the_law(replayed: tuple) -> None:
+    sweep, full = replayed
+    print(f"paper-like seed 0: {sweep['share_of_full_grid']:.0%} of the full grid's rollouts")
+    assert sweep["rollouts_spent"] < sweep["rollouts_full_grid"]
+    assert sweep["share_of_full_grid"] == pytest.approx(sum(a["compute_reached"] for a in sweep["arms"]) / sweep["rollouts_full_grid"])
+    assert any("stopped" in arm for arm in sweep["arms"])
+    assert sweep["fits"]["optimum"]["n"]["ok"] == full["optimum"]["n"]["ok"]
+    assert agreement(full, sweep["fits"]) >= 0.8
+    if full["optimum"]["n"]["ok"]:
+        assert recovery(PAPER, sweep["fits"]) >= 0.8
+    json.dumps(sweep)  # the replay is plain JSON
+
+
+def test_replay_decisions_follow_the_rule(replayed: tuple) -> None:
+    """Every decision saw only what its rung allowed; no stop of the frontier's arm or its neighbours, before
+    min_steps, or with a bound that reaches the frontier's lower edge; the audit arm ran past its stop."""
+    sweep, _ = replayed
+    arms = sorted(a["n"] for a in sweep["arms"])
+    for round_ in sweep["rounds"]:
+        guarded = {n for n in arms if round_["n_top"] is not None and n in (round_["n_top"], *neighbours(arms, round_["n_top"]))}
+        assert round_["frontier_top"]["compute"] <= round_["cap"] * 10**0.05
+        for decision in round_["decisions"]:
+            if decision["action"] == "stop":
+                numbers = decision["numbers"]
+                assert decision["n"] not in guarded and numbers["steps"] >= SETTINGS.min_steps
+                assert numbers["upper"] < numbers["frontier_low"] and numbers["upper"] < REWARD_MAX
+    audit = sweep["audit"]
+    assert audit is not None and audit["rounds"][0]["rule"]["action"] == "stop"
+    audited = next(a for a in sweep["arms"] if a["n"] == audit["n"])
+    assert audited["compute_reached"] > audit["stopped_cap"] * 10**0.05
+
+
+def neighbours(arms: list[int], n: int) -> list[int]:
+    at = arms.index(n)
+    return arms[max(at - 1, 0) : at] + arms[at + 1 : at + 2]
+
+
+def test_replay_refuses_what_it_cannot_decide(paper: tuple) -> None:
+    evals, counts, base, base_reward = paper
+    two = evals[evals["n"].isin([4, 8])]
+    with pytest.raises(SweepError, match="at least three"):
+        replay(two, counts, options(base_reward), K, BOOTSTRAP, 0, SETTINGS, base)
+    with pytest.raises(SweepError, match="leaves 1 rung"):
+        replay(evals, counts, options(base_reward), K, BOOTSTRAP, 0, SweepSettings(rung_factor=1e5), base)
+    with pytest.raises(SweepError, match="bootstrap"):
+        replay(evals, counts, options(base_reward), K, 0, 0, SETTINGS, base)
+
+
+def test_rungs_are_anchored_at_the_top_of_the_grid() -> None:
+    assert rung_caps(512, 65536, 4) == [1024.0, 4096.0, 16384.0, 65536.0]
+    assert rung_caps(512, 65536, 200) == [65536.0]
+
+
+DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+
+
+def adaptive(**changes: object) -> dict:
+    config = copy.deepcopy(DEFAULT)
+    config["sweep"] = {"mode": "adaptive", "rung_factor": 4, "min_steps": 10, "audit_rungs": 1}
+    for path, value in changes.items():
+        section, key = path.split("__")
+        config[section][key] = value
+    return config
+
+
+def test_an_adaptive_sweep_on_the_default_study_is_accepted() -> None:
+    config = adaptive()
+    validate_config(config, REPO / "workflow/schemas/config.schema.yaml")
+    check_config(config)
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"fits__bootstrap": 0}, r"sweep.mode=adaptive needs fits.bootstrap > 0"),
+    ({"sweep__rung_factor": 200}, r"sweep.rung_factor=200 leaves 1 rung from training.compute_min=512"),
+])  # fmt: skip
+def test_a_sweep_that_cannot_decide_is_refused_with_the_key(changes: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        check_config(adaptive(**changes))
+
+
+def test_an_adaptive_study_of_two_arms_is_refused() -> None:
+    config = adaptive()
+    config["grid"] = [{**config["grid"][0], "n": [4, 8]}]
+    config["studies"] = {"fixed_b_problem": [16]}
+    with pytest.raises(ConfigError, match=r"has 2 arm\(s\) \(n = \[4, 8\]\); it needs at least three"):
+        check_config(config)
+
+
+def test_the_schema_refuses_an_unknown_sweep_key() -> None:
+    config = adaptive()
+    config["sweep"]["rungs"] = 3
+    with pytest.raises(ConfigError, match="rungs"):
+        validate_config(config, REPO / "workflow/schemas/config.schema.yaml")
+
+
+def test_cli_replay_writes_the_replay_and_refuses_a_table_without_counts_columns(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    evals, counts, base = draw(SCENARIOS["two_levels"], 0)
+    evals.to_csv(tmp_path / "evals.csv", index=False)
+    counts.to_parquet(tmp_path / "counts.parquet")
+    base.to_parquet(tmp_path / "base.parquet")
+    out = tmp_path / "replay.json"
+    code = main(["replay", str(tmp_path / "evals.csv"), "--counts", str(tmp_path / "counts.parquet"), "--base-counts",
+                 str(tmp_path / "base.parquet"), "--base-reward", "0.1", "--bootstrap", "4", "--out", str(out)])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    result = json.loads(out.read_text())
+    assert {"rollouts_spent", "rollouts_full_grid", "rounds", "arms", "fits"} <= set(result)
+    assert {"curves", "frontier", "optimum_points", "optimum"} <= set(result["fits"])
+    assert "rollouts spent" in capsys.readouterr().out
+    counts.drop(columns=["n_correct"]).to_parquet(tmp_path / "bad.parquet")
+    code = main(["replay", str(tmp_path / "evals.csv"), "--counts", str(tmp_path / "bad.parquet"), "--out", str(out)])
+    assert code == 2 and "bad.parquet: missing column(s) ['n_correct']" in capsys.readouterr().err
