@@ -202,7 +202,7 @@ def tiny_preset(tmp_path: Path, **changes: object) -> dict:
     config["training"].update(compute_max=2048, checkpoint_points=4)
     config["grid"].update(n=[2, 8], seeds=[0, 1])
     config["interference"] = {"tabular": config["interference"]["tabular"], "shared": {"private": 1.0, "features": 1.0, "overlap": 0.5, "bias": 1.0}}
-    config["fits"]["bootstrap"] = 5
+    config["fits"].update(bootstrap=5, zero_pass_n=[2, 8])
     for key, value in changes.items():
         config[key] = value
     check_preset(config)
@@ -255,7 +255,13 @@ def test_simulate_command_fits_every_level(tmp_path: Path, capsys: pytest.Captur
     table = pd.read_csv(root / "figures/phase_diagram_train.csv")
     assert list(table["level"]) == ["tabular", "shared"] and set(table["policy"]) == {"simulated policy"}
     assert (root / "figures/phase_diagram.png").stat().st_size > 0
+    skew = pd.read_csv(root / "figures/zero_pass_skew.csv")
+    assert set(skew["level"]) == {"tabular", "shared"} and (skew["n2"].between(0, 1)).all()
     assert "tabular bp16 train:" in capsys.readouterr().out
+    first = pd.read_csv(root / "fits/n_star.csv")
+    assert main(["simulate", str(preset), "--fit-only", "--workers", "2"]) == 0  # a refit, in two processes
+    pd.testing.assert_frame_equal(pd.read_csv(root / "fits/n_star.csv"), first)
+    assert (root / "timings_fit.json").exists()
 
 
 @pytest.mark.parametrize(
@@ -266,6 +272,7 @@ def test_simulate_command_fits_every_level(tmp_path: Path, capsys: pytest.Captur
         ("training", "lr_rule", "cubic", "training.lr_rule"),
         ("policy", "answers", "eight", "policy.answers"),
         ("grid", "n", [], "grid.n"),
+        ("fits", "zero_pass_n", [4, 3], "fits.zero_pass_n"),
     ],
 )
 def test_preset_errors_name_the_key(tmp_path: Path, section: str, key: str, value: object, message: str) -> None:

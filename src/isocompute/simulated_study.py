@@ -23,7 +23,6 @@ shared channels: in the tabular limit validation never changes and only the trai
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import time
 from collections.abc import Callable, Mapping
@@ -37,6 +36,7 @@ import pandas as pd
 import torch
 import yaml
 
+from isocompute.files import write_atomically, write_json, write_text
 from isocompute.grid import GridPoint, checkpoint_steps, learning_rate, total_steps
 from isocompute.metrics import metric_names
 from isocompute.problems import write_table
@@ -72,7 +72,7 @@ REQUIRED: dict[str, dict[str, type | tuple[type, ...]]] = {
     },
     "evaluation": {"k": int, "train_k": int, "train_sample_size": int},
     "grid": {"b_problem": list, "n": list, "seeds": list},
-    "fits": {"metric": str, "bootstrap": int, "holdout_decades": (int, float)},
+    "fits": {"metric": str, "bootstrap": int, "holdout_decades": (int, float), "zero_pass_n": list},
 }
 CHANNEL_KEYS = ("private", "features", "overlap", "bias")
 
@@ -111,6 +111,8 @@ def check_preset(config: Mapping[str, Any]) -> None:
     for key in ("b_problem", "n", "seeds"):
         if not config["grid"][key] or not all(isinstance(v, int) for v in config["grid"][key]):
             raise SimulationError(f"grid.{key}: needs a non-empty list of integers")
+    if not set(config["fits"]["zero_pass_n"]) <= set(config["grid"]["n"]) or len(config["fits"]["zero_pass_n"]) != 2:
+        raise SimulationError(f"fits.zero_pass_n: {config['fits']['zero_pass_n']} must be two values of grid.n")
     initial = config["problems"]["initial"]
     if sum(key in initial for key in ("range", "beta", "table")) != 1:
         raise SimulationError("problems.initial: needs exactly one of range, beta or table")
@@ -347,56 +349,66 @@ def _gather(folder: Path) -> None:
 
 
 def _write_csv(table: pd.DataFrame, path: Path) -> None:
-    """A CSV under a temporary name, then renamed (as `write_table` does for parquet)."""
-    partial = path.with_name(f".{path.name}.partial")
-    table.to_csv(partial, index=False)
-    partial.replace(path)
+    write_atomically(path, lambda partial: table.to_csv(partial, index=False))
 
 
-def fit_levels(config: Mapping[str, Any], log: Callable[[str], None] = print) -> pd.DataFrame:
+def fit_levels(config: Mapping[str, Any], workers: int = 1, log: Callable[[str], None] = print) -> pd.DataFrame:
     """`isocompute fit` on every level, B_problem and evaluation set; return each fit's n* per compute.
 
     The fits run through the CLI's own code (`isocompute.cli`), so they are exactly what a user gets
     from `isocompute fit` on these tables: curves keyed by n, anchored at the base model's exact value,
-    bootstrapped over problems (and seeds) from the counts, with the law's held-out check.
+    bootstrapped over problems (and seeds) from the counts, with the law's held-out check. Levels are
+    fitted in `workers` processes.
     """
+    jobs = [(level, b, sub) for level in config["interference"] for b in config["grid"]["b_problem"] for sub in ("", f"{ON_TRAIN}/")]
+    if workers <= 1:
+        results = [fit_one(config, *job) for job in jobs]
+    else:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            results = list(pool.map(fit_one, [config] * len(jobs), *zip(*jobs)))
+    rows = []
+    for verdict, points in results:
+        log(verdict)
+        rows += points
+    table = pd.DataFrame(rows)
+    _write_csv(table, Path(config["results_root"]) / "fits" / "n_star.csv")
+    return table
+
+
+def fit_one(config: Mapping[str, Any], level: str, b_problem: int, sub: str) -> tuple[str, list[dict[str, Any]]]:
+    """`isocompute fit` of one level's runs at one B_problem on one evaluation set (`sub`: "" or "on_train/")."""
     from isocompute.cli import fit_command, parser
 
     root = Path(config["results_root"])
     fits = config["fits"]
-    rows = []
-    for level in config["interference"]:
-        folder = root / "evaluation" / level
-        for b_problem in config["grid"]["b_problem"]:
-            for prefix, sub in (("", ""), (f"{ON_TRAIN}_", f"{ON_TRAIN}/")):
-                out = root / "fits" / level / f"bp{b_problem}" / sub
-                out.mkdir(parents=True, exist_ok=True)
-                evals = pd.read_csv(folder / f"{prefix}evals.csv")
-                counts = pd.read_parquet(folder / f"{prefix}val_counts.parquet")
-                evals[evals["b_problem"] == b_problem].to_csv(out / "evals.csv", index=False)
-                write_table(counts[counts["b_problem"] == b_problem], out / "val_counts.parquet")
-                base = pd.read_parquet(folder / sub / "base_model.parquet")[fits["metric"]].iloc[0]
-                argv = ["fit", str(out / "evals.csv"), "--metric", fits["metric"], "--out", str(out / "fits.json"),
-                        "--counts", str(out / "val_counts.parquet"), "--k", str(config["evaluation"]["k"]),
-                        "--bootstrap", str(fits["bootstrap"]), "--seed", str(config["seed"]), "--base-reward", str(base),
-                        "--holdout-decades", str(fits["holdout_decades"])]  # fmt: skip
-                if not sub:
-                    argv += ["--base-counts", str(folder / "base_counts.parquet")]
-                result = fit_command(parser().parse_args(argv))
-                _write_json(result, out / "fits.json")
-                fit = result["fits"][fits["metric"]]["compute_rollouts"]
-                law = fit["optimum"]["n"]
-                verdict = (f"{law['direction']} law: L={law['L']:.2f} k={law['k']:.2f} log10_c0={law['log10_c0']:.2f} "
-                           f"b={law['b']:.2f}" if law["ok"] else f"no law ({law['kind']}): {law['reason']}")  # fmt: skip
-                log(f"{level} bp{b_problem} {'train' if sub else 'validation'}: {verdict}")
-                for point in fit["optimum_points"]:
-                    rows.append({"policy": POLICY, "level": level, "b_problem": b_problem,
-                                 "evaluated_on": "train" if sub else "validation", "compute": point["compute"],
-                                 "n_star": int(point["n"]), "resolved": point.get("resolved", {}).get("n"),
-                                 "verdict": verdict})  # fmt: skip
-    table = pd.DataFrame(rows)
-    _write_csv(table, root / "fits" / "n_star.csv")
-    return table
+    folder = root / "evaluation" / level
+    prefix = sub.replace("/", "_")
+    out = root / "fits" / level / f"bp{b_problem}" / sub
+    evals = pd.read_csv(folder / f"{prefix}evals.csv")
+    counts = pd.read_parquet(folder / f"{prefix}val_counts.parquet")
+    _write_csv(evals[evals["b_problem"] == b_problem], out / "evals.csv")
+    write_table(counts[counts["b_problem"] == b_problem], out / "val_counts.parquet")
+    base = pd.read_parquet(folder / sub / "base_model.parquet")[fits["metric"]].iloc[0]
+    argv = ["fit", str(out / "evals.csv"), "--metric", fits["metric"], "--out", str(out / "fits.json"),
+            "--counts", str(out / "val_counts.parquet"), "--k", str(config["evaluation"]["k"]),
+            "--bootstrap", str(fits["bootstrap"]), "--seed", str(config["seed"]), "--base-reward", str(base),
+            "--holdout-decades", str(fits["holdout_decades"])]  # fmt: skip
+    if not sub:
+        argv += ["--base-counts", str(folder / "base_counts.parquet")]
+    result = fit_command(parser().parse_args(argv))
+    write_json(result, out / "fits.json")
+    fit = result["fits"][fits["metric"]]["compute_rollouts"]
+    law = fit["optimum"]["n"]
+    verdict = (f"{law['direction']} law: L={law['L']:.2f} k={law['k']:.2f} log10_c0={law['log10_c0']:.2f} "
+               f"b={law['b']:.2f}" if law["ok"] else f"no law ({law['kind']}): {law['reason']}")  # fmt: skip
+    evaluated_on = "train" if sub else "validation"
+    points = [
+        {"policy": POLICY, "level": level, "b_problem": b_problem, "evaluated_on": evaluated_on,
+         "compute": point["compute"], "n_star": int(point["n"]), "resolved": point.get("resolved", {}).get("n"),
+         "verdict": verdict}
+        for point in fit["optimum_points"]
+    ]
+    return f"{level} bp{b_problem} {evaluated_on}: {verdict}", points
 
 
 def phase_diagram(table: pd.DataFrame, levels: list[str], out: Path) -> pd.DataFrame:
@@ -423,7 +435,7 @@ def phase_diagram(table: pd.DataFrame, levels: list[str], out: Path) -> pd.DataF
         lines = [f"simulated policy: n* by level and compute (rollouts), {evaluated_on} avg@4; ? = unresolved", "",
                  header, "|" + "---|" * (len(grid.columns) + 1)]  # fmt: skip
         lines += [f"| {level} | " + " | ".join(marked.loc[level]) + " |" for level in levels]
-        (out / f"phase_diagram_{evaluated_on}.md").write_text("\n".join(lines) + "\n")
+        write_text("\n".join(lines) + "\n", out / f"phase_diagram_{evaluated_on}.md")
         image = axis.imshow(np.log2(grid.to_numpy(dtype=float)), aspect="auto", cmap="viridis", vmin=1, vmax=9)
         for (i, j), value in np.ndenumerate(marked.to_numpy()):
             axis.text(j, i, value, ha="center", va="center", color="white", fontsize=7)
@@ -433,31 +445,58 @@ def phase_diagram(table: pd.DataFrame, levels: list[str], out: Path) -> pd.DataF
         axis.set_title(f"simulated policy: n*(C), {evaluated_on} avg@4", fontsize=9)
         figure.colorbar(image, ax=axis, label="log2 n*")
     figure.tight_layout()
-    partial = out / ".phase_diagram.png.partial"
-    figure.savefig(partial, dpi=120, format="png")
+    write_atomically(out / "phase_diagram.png", lambda partial: figure.savefig(partial, dpi=120, format="png"))
     plt.close(figure)
-    partial.replace(out / "phase_diagram.png")
     return pd.concat(tables, names=["evaluated_on"])
 
 
-def _write_json(value: Any, path: Path) -> None:
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(json.dumps(value, indent=2))
-    partial.replace(path)
+def run_preset(path: str | Path, workers: int = 1, train: bool = True, fit: bool = True, log: Callable[[str], None] = print) -> None:
+    """`isocompute simulate`: train the preset's runs, fit every level, draw the phase diagram, time each stage.
 
-
-def run_preset(path: str | Path, workers: int = 1, fit: bool = True, log: Callable[[str], None] = print) -> None:
-    """`isocompute simulate`: train the preset's runs, fit every level, draw the phase diagram, time each stage."""
+    `train=False` refits the tables already written (after a change of the fits, say) without training.
+    """
     config = load_preset(path)
     root = Path(config["results_root"])
-    started = time.perf_counter()
-    timings: dict[str, Any] = {"groups": simulate(config, workers, log)}
-    timings["train_seconds"] = time.perf_counter() - started
+    timings: dict[str, Any] = {}
+    if train:
+        started = time.perf_counter()
+        timings["groups"] = simulate(config, workers, log)
+        timings["train_seconds"] = time.perf_counter() - started
     if fit:
         fitting = time.perf_counter()
-        table = fit_levels(config, log)
+        table = fit_levels(config, workers, log)
         phase_diagram(table, list(config["interference"]), root / "figures")
+        zero_pass_skew(config)
         timings["fit_seconds"] = time.perf_counter() - fitting
     timings["workers"] = workers
-    _write_json(timings, root / "timings.json")
-    log(f"simulated policy: trained in {timings['train_seconds']:.0f} s, fitted in {timings.get('fit_seconds', 0):.0f} s")
+    write_json(timings, root / ("timings.json" if train else "timings_fit.json"))
+    log(f"simulated policy: trained in {timings.get('train_seconds', 0):.0f} s, fitted in {timings.get('fit_seconds', 0):.0f} s")
+
+
+def zero_pass_skew(config: Mapping[str, Any]) -> pd.DataFrame:
+    """Fig. 12's statistic at matched compute: the share of training problems with pass@train_k = 0 (exact
+    expectation, mean (1 - p)^train_k) for a small and a large n, per level and compute point, over seeds.
+
+    The two runs' checkpoints are paired where their compute agrees within 5 % (the shared log grid, rounded
+    to each run's batch); `gap` is small minus large, `seed_spread` the largest difference between seeds
+    of either n at that point, the yardstick the gap is read against.
+    """
+    small, large = config["fits"]["zero_pass_n"]
+    column = f"share_pass_at_{config['evaluation']['train_k']}_zero"
+    root = Path(config["results_root"])
+    rows = []
+    for level in config["interference"]:
+        table = pd.read_csv(root / "evaluation" / level / "zero_pass.csv")
+        table = table[table["b_problem"] == config["grid"]["b_problem"][0]]
+        by_n = {n: table[table["n"] == n].pivot_table(index="compute_rollouts", columns="seed", values=column) for n in (small, large)}
+        for compute, values in by_n[large].iterrows():
+            near = by_n[small].index[np.abs(by_n[small].index / compute - 1) <= 0.05]
+            if not len(near):
+                continue
+            paired = by_n[small].loc[near[0]]
+            spread = max(np.ptp(paired.to_numpy()), np.ptp(values.to_numpy()))
+            rows.append({"policy": POLICY, "level": level, "compute": compute, f"n{small}": paired.mean(),
+                         f"n{large}": values.mean(), "gap": paired.mean() - values.mean(), "seed_spread": spread})  # fmt: skip
+    result = pd.DataFrame(rows)
+    _write_csv(result, root / "figures" / "zero_pass_skew.csv")
+    return result
