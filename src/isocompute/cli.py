@@ -131,6 +131,7 @@ def parser() -> argparse.ArgumentParser:
     simulated.add_argument("preset", help="a simulated-policy preset, e.g. config/presets/simulated.yaml")
     simulated.add_argument("--workers", type=int, default=1, help="processes training (B_problem, n) groups")
     simulated.add_argument("--no-fit", action="store_true", help="write the tables only")
+    simulated.add_argument("--fit-only", action="store_true", help="refit the tables already written, no training")
     return main
 
 
@@ -289,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif args.command == "simulate":
             from isocompute.simulated_study import run_preset
 
-            run_preset(args.preset, args.workers, fit=not args.no_fit)
+            run_preset(args.preset, args.workers, train=not args.fit_only, fit=not args.no_fit)
         elif args.command == "compare":
             from isocompute.compare import compare
 
