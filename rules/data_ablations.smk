@@ -1,4 +1,4 @@
-# Stage 9: the data ablations (Figs. 14, 15, 20): the training metrics fitted beside the validation ones,
+# Stage 9: the data ablations (Figs. 14, 15, 20, 21): the training metrics fitted beside the validation ones,
 # and the figures comparing sets. Each figure is a target (`snakemake fig20_extremely_hard`).
 
 

@@ -1,4 +1,4 @@
-"""Data ablations (paper Figs. 14, 15, 20): which problem sets the compute-optimal n is measured on.
+"""Data ablations (paper Figs. 14, 15, 20, 21): which problem sets the compute-optimal n is measured on.
 
 The sets themselves are config expressions (`isocompute.config.problem_sets`): size sweeps, mixtures of
 buckets, and the extremely hard set (pass@k = 0). Each set's runs are fitted by the same studies as any

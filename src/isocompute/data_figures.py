@@ -1,4 +1,4 @@
-"""The data ablations' figures (paper Figs. 14, 15, 20), drawn from fits JSON only.
+"""The data ablations' figures (paper Figs. 14, 15, 20, 21), drawn from fits JSON only.
 
 Each reuses the panels of the scaling study's figures (`isocompute.figures.frontier_panel`,
 `optimum_panel`), so a frontier and an n*(C) look the same wherever they are drawn.
@@ -47,7 +47,8 @@ def plot_extremely_hard(study: Mapping[str, Any], base: Mapping[str, float], k: 
 
 def plot_mixtures(sets: Sequence[tuple[str, Mapping[str, Any], float]], metric: str, title: str, style: FigureStyle,
                   paths: Sequence[str]) -> None:  # fmt: skip
-    """Fig. 15: per set (each mixture and the pure sets beside them), the frontier of `metric` and n*(C)."""
+    """Fig. 15: per set (each mixture and the pure sets beside them), the frontier of `metric` and n*(C); Fig. 21
+    draws the same panels for a set on its own validation set and on an out-of-domain table."""
     fig, axes = _grid(style, 2, len(sets))
     for column, (name, study, base) in enumerate(sets):
         fit = study["fits"][metric]["compute_rollouts"]

@@ -1,4 +1,4 @@
-"""Draw one data-ablation figure: Fig. 14, 15 or 20 (rule plot_data_figure)."""
+"""Draw one data-ablation figure: Fig. 14, 15, 20 or 21 (rule plot_data_figure)."""
 
 import json
 from pathlib import Path
