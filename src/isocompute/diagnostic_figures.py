@@ -63,9 +63,14 @@ def plot_training_diagnostics(table: pd.DataFrame, nstar: pd.DataFrame, by: Sequ
             for _, seed in mine.groupby("seed"):
                 ax.plot(seed["compute_rollouts"], seed[column], "o-", ms=3, color=colours[key],
                         label=_key_label(dict(zip(by, key))))  # fmt: skip
+                if column == "share_unsolved":  # one binomial standard error over the sampled problems
+                    spread = seed["share_unsolved_se"]
+                    ax.fill_between(seed["compute_rollouts"], seed[column] - spread, seed[column] + spread,
+                                    color=colours[key], alpha=0.12, lw=0)  # fmt: skip
             reference = base[(base[list(by)] == pd.Series(dict(zip(by, key)))).all(axis=1)][column].dropna()
-            if len(reference):
-                ax.axhline(reference.iloc[0], color=colours[key], ls="--", lw=0.8)
+            if len(reference):  # the left panel's is the same for every n: drawn in black
+                shared = column == "share_unsolved"
+                ax.axhline(reference.iloc[0], color="black" if shared else colours[key], ls="--", lw=0.8)
         ax.plot([], [], color="grey", ls="--", lw=0.8, label="base model (expected from its avg@16 counts)")
         log_compute_axis(ax)
         ax.set_xlabel(AXIS_LABELS["compute_rollouts"])
@@ -76,12 +81,11 @@ def plot_training_diagnostics(table: pd.DataFrame, nstar: pd.DataFrame, by: Sequ
                    frameon=False)  # fmt: skip
     right = axes[2]
     if len(nstar):
-        for (metric, group), colour in zip(
-            nstar.groupby("metric", sort=False), sns.color_palette(style.palette, 3)
-        ):
-            right.step(
-                group["compute"], group["n"], where="post", color=colour, marker="o", ms=3, label=metric
-            )
+        metrics = list(nstar.groupby("metric", sort=False))
+        looks = zip(sns.color_palette(style.palette, len(metrics)), ("-", "--", ":"), (6, 4, 2))
+        for (metric, group), (colour, line, size) in zip(metrics, looks):  # coinciding lines stay visible
+            right.step(group["compute"], group["n"], where="post", color=colour, ls=line, marker="o", ms=size,
+                       label=metric)  # fmt: skip
         log_compute_axis(right)
         right.set_yscale("log", base=2)
         values = sorted(nstar["n"].unique())
