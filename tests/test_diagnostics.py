@@ -115,7 +115,7 @@ def test_figures_draw_from_the_tables(tmp_path: Path) -> None:
     table = pd.concat([base_rows(difficulty, list("abcd"), table, 8), table], ignore_index=True)
     paths = [str(tmp_path / "diagnostics.png"), str(tmp_path / "diagnostics.pdf")]
     plot_training_diagnostics(table, nstar_by_metric(FITS), ["n"], 8, "test", STYLE, paths)
-    summary = {"mean": 0.1, "share_below_-0.1": 0.2}
+    summary = {"mean": 0.1, "share_below_-0.1": 0.2, "share_above_0.1": 0.3}
     result = {"sets": {"a": {}, "b": {}}, "cosines": {"adam": {"a x a": summary, "a x b": summary, "b x b": summary}},
               "one_step": [{"along": x, "on": y, "lr": 1e-4, "change_mean_log_p": 0.01} for x in "ab" for y in "ab"]}  # fmt: skip
     pairs = pd.DataFrame({"block": ["a x a", "a x b", "b x b"] * 3, "cosine_adam": np.linspace(-0.5, 0.9, 9)})

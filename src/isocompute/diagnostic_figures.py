@@ -29,7 +29,8 @@ def plot_probe(result: Mapping[str, Any], pairs: pd.DataFrame, title: str, style
     for (block, group), colour in zip(blocks, sns.color_palette(style.palette, len(blocks))):
         summary = summaries[block]
         left.hist(group["cosine_adam"].dropna(), bins=bins, density=True, histtype="step", lw=1.5, color=colour,
-                  label=f"{block}: mean {summary['mean']:.3f}, {summary['share_below_-0.1']:.0%} below -0.1")  # fmt: skip
+                  label=f"{block}: mean {summary['mean']:.3f}, {summary['share_below_-0.1']:.0%} below -0.1, "
+                        f"{summary['share_above_0.1']:.0%} above +0.1")  # fmt: skip
     left.axvline(-0.1, color="black", ls="--", lw=0.8)
     left.set_xlabel("cosine of two problems' gradients (Adam metric)")
     left.set_ylabel("density of problem pairs")
