@@ -17,7 +17,7 @@ rule fit_study:
         study=study_of,
         fits=config["fits"],
         k=config["evaluation"]["k"],
-        recipe=study_lr,
+        learning_rate=study_lr,
         seed=config["seed"],
     script:
         "../workflow/scripts/fit_study.py"
@@ -38,7 +38,7 @@ rule fit_study_on:
         study=study_of,
         fits=config["fits"],
         k=config["evaluation"]["k"],
-        recipe=study_lr,
+        learning_rate=study_lr,
         seed=config["seed"],
     script:
         "../workflow/scripts/fit_study.py"

@@ -30,7 +30,7 @@ B_PROBLEM = 32
 R0 = 0.1
 PROBLEMS = 300
 K = 4
-# The paper's Easy law at B_problem = 32 (facts.md): log2 n* = 6.09 / (1 + exp(-4.75 (log10 C - 5.84))) + 2.73.
+# The paper's Easy law at B_problem = 32 (docs/recipe-and-fits.md): log2 n* = 6.09 / (1 + exp(-4.75 (log10 C - 5.84))) + 2.73.
 PAPER_EASY = (6.09, 4.75, 5.84, 2.73)
 
 
@@ -82,6 +82,22 @@ def _paper_crossings() -> list[float]:
     return [c0 - np.log(L / (j + 0.5 - b) - 1) / k for j in range(3, 9)]
 
 
+def ladder(first: tuple[float, float], growth: float, spacing: float, slope: float, top: int,
+           ns: Sequence[int] = (8, 16, 32, 64, 128, 256, 512, 1024), drop: float = 0.04) -> dict[int, tuple[float, float, float]]:  # fmt: skip
+    """Curves where each larger n starts later (`spacing` decades) and gains `growth` times more, up to `top`;
+    beyond `top` the gain falls by `drop` per doubling. n* climbs the ladder as compute grows, and every curve
+    sits at the base value at the lowest compute of a grid that starts below the first midpoint."""
+    gain, mid = first
+    rungs = int(np.log2(top / ns[0]))
+    return {n: (R0 + gain * (1 + growth) ** min(j, rungs) - drop * max(0, j - rungs), mid + spacing * j, slope)
+            for j, n in enumerate(ns)}  # fmt: skip
+
+
+# The real-shaped scenarios: every n in 8 .. 1024 at B_problem 32 on the paper preset's shared compute grid
+# (2^14 .. 2^24 rollouts, 20 points), starting where every curve still sits at the base model's value.
+SHARED_GRID = (2.0**14, 2.0**24, 20)
+STEEP = 3.0
+
 SCENARIOS = {
     # n* rises 8 -> 256 as the paper's law does; n = 512 stays below 256 (the law's ceiling is 2^8.8).
     "paper_easy_law": Scenario(
@@ -95,6 +111,28 @@ SCENARIOS = {
     "two_levels": Scenario("two_levels", dominated(staircase([4, 16], [4.5]), {8: 16, 32: 16}), 1e3, 1e6, 19),
     "not_monotone": Scenario(
         "not_monotone", dominated(staircase([8, 32, 16, 64], [4.0, 4.6, 5.2]), {128: 64}), 1e3, 1e6, 19
+    ),
+    # n* 8 for the first decade (8 and 16 both at the base value at first), then 16, 32, 64, 128, 256.
+    "shared_grid_law": Scenario("shared_grid_law", ladder((0.3, 4.7), 0.2, 0.4, STEEP, top=256), *SHARED_GRID),
+    "shared_grid_constant": Scenario(
+        "shared_grid_constant", dominated({8: (0.55, 4.7, STEEP)}, {n: 8 for n in (16, 32, 64, 128, 256, 512, 1024)}, 0.05),
+        *SHARED_GRID,
+    ),
+    "shared_grid_two_levels": Scenario(
+        "shared_grid_two_levels",
+        dominated({8: (0.4, 4.7, STEEP), 32: (0.6, 5.5, STEEP)}, {16: 8, **{n: 32 for n in (64, 128, 256, 512, 1024)}}, 0.05),
+        *SHARED_GRID,
+    ),
+    "shared_grid_not_monotone": Scenario(
+        "shared_grid_not_monotone",
+        dominated({8: (0.35, 4.7, STEEP), 64: (0.5, 5.2, STEEP), 16: (0.65, 5.8, STEEP), 128: (0.8, 6.4, STEEP)},
+                  {32: 16, 256: 128, 512: 128, 1024: 128}, 0.05),  # fmt: skip
+        *SHARED_GRID,
+    ),
+    "shared_grid_falling": Scenario(
+        "shared_grid_falling",
+        dominated({64: (0.4, 4.7, STEEP), 16: (0.6, 5.5, STEEP)}, {8: 16, 32: 16, **{n: 64 for n in (128, 256, 512, 1024)}}, 0.05),
+        *SHARED_GRID,
     ),
 }
 
@@ -118,24 +156,30 @@ def draw(scenario: Scenario, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.
     return pd.DataFrame(rows), pd.concat(counts, ignore_index=True), base
 
 
-def fit_repetition(scenario: Scenario, seed: int, bootstrap: int = 30) -> dict:
+def fit_repetition(scenario: Scenario, seed: int, bootstrap: int = 30, counts: bool = True) -> dict:
     """The study fit of one repetition, anchored at its base model's measured avg@4, bootstrapped as the
-    pipeline does (problems, with the base model's counts)."""
-    evals, counts, base = draw(scenario, seed)
+    pipeline does (problems, with the base model's counts); without `counts`, no bootstrap, as `isocompute
+    fit` without --counts."""
+    evals, problem_counts, base = draw(scenario, seed)
     base_reward = summarize_counts(base["n_correct"], K)["avg@4"]
-    replicas = resample_evals(counts, K, bootstrap, seed, ("n",), base)
+    replicas = resample_evals(problem_counts, K, bootstrap, seed, ("n",), base) if counts else []
     options = FitOptions("avg@4", "compute_rollouts", ("n",), base_reward=base_reward)
     return fit_study(evals, options, replicas=replicas, holdout_decades=0.5)
 
 
-def recovery(scenario: Scenario, fit: dict) -> float | None:
-    """Share of the measured compute points where the fitted law's n* is within a factor 2 of the truth."""
+def recovery(scenario: Scenario, fit: dict, where_moving: bool = False) -> float | None:
+    """Share of the measured compute points where the fitted law's n* is within a factor 2 of the truth; with
+    `where_moving`, of the points from the last one before the truth first moves to the last one."""
     points = pd.DataFrame(fit["optimum_points"])
     law = fit["optimum"]["n"]
     if not law["ok"]:
         return None
-    predicted = 2 ** optimum_curve(np.log10(points["compute"]), law["L"], law["k"], law["log10_c0"], law["b"])
-    truth = scenario.true_optimum(points["compute"].to_numpy())
+    compute = points["compute"].to_numpy()
+    truth = scenario.true_optimum(compute)
+    if where_moving:
+        first_move = int(np.flatnonzero(truth != truth[0])[0])
+        compute, truth = compute[first_move - 1 :], truth[first_move - 1 :]
+    predicted = 2 ** optimum_curve(np.log10(compute), law["L"], law["k"], law["log10_c0"], law["b"])
     return float(np.mean(np.abs(np.log2(predicted / truth)) <= 1.0))
 
 
@@ -148,18 +192,19 @@ def outside_range(fit: dict) -> int:
 
 
 def main(seeds: Sequence[int] = (0, 1, 2), bootstrap: int = 30) -> None:
-    print(f"{'scenario':16} {'seed':>4}  {'law':38} {'n* within x2':>12}  {'outside':>7}  holdout")
+    print(f"{'scenario':24} {'counts':>6} {'seed':>4}  {'law':38} {'n* within x2':>12}  {'ties':>4}  {'outside':>7}  holdout")
     for scenario in SCENARIOS.values():
-        for seed in seeds:
-            fit = fit_repetition(scenario, seed, bootstrap)
-            law = fit["optimum"]["n"]
-            text = (f"L {law['L']:.2f} k {law['k']:.2f} log10C0 {law['log10_c0']:.2f} b {law['b']:.2f}" if law["ok"]
-                    else f"not identified ({law['kind']})")  # fmt: skip
-            share = recovery(scenario, fit)
-            check = fit["holdout"]["optimum"]["n"] if fit["holdout"].get("checkable") else fit["holdout"]
-            held = f"within x2 at {check['within_factor_2']:.0%}" if check.get("checkable") else check["reason"][:60]
-            print(f"{scenario.name:16} {seed:>4}  {text:38} {'-' if share is None else f'{share:.0%}':>12}  "
-                  f"{outside_range(fit):>7}  {held}")  # fmt: skip
+        for counts in (True, False) if scenario.name.startswith("shared_grid") else (True,):
+            for seed in seeds:
+                fit = fit_repetition(scenario, seed, bootstrap, counts)
+                law = fit["optimum"]["n"]
+                text = (f"L {law['L']:.2f} k {law['k']:.2f} log10C0 {law['log10_c0']:.2f} b {law['b']:.2f}" if law["ok"]
+                        else f"not identified ({law['kind']})")  # fmt: skip
+                share = recovery(scenario, fit, where_moving=scenario.name.startswith("shared_grid"))
+                check = fit["holdout"]["optimum"]["n"] if fit["holdout"].get("checkable") else fit["holdout"]
+                held = f"within x2 at {check['within_factor_2']:.0%}" if check.get("checkable") else check["reason"][:60]
+                print(f"{scenario.name:24} {'yes' if counts else 'no':>6} {seed:>4}  {text:38} "
+                      f"{'-' if share is None else f'{share:.0%}':>12}  {law['points_tied']:>4}  {outside_range(fit):>7}  {held}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -47,10 +47,10 @@ def test_fit_writes_the_documented_schema(tmp_path: Path) -> None:
     assert {"compute", "reward", "n", "reward_low", "reward_high"} <= set(fit["frontier"][0])
     assert all({"range", "flags", "identified"} <= set(c) for c in fit["curves"])
     optimum = fit["optimum"]["n"]
-    assert {"levels", "points_used", "points_unresolved"} <= set(optimum)
+    assert {"levels", "points_used", "points_tied", "tie_rule", "reversals_fitted_through"} <= set(optimum)
     assert optimum["ok"] or optimum["reason"]
     assert fit["optimum_at_max_compute"]["n"] == 128
-    assert {"compute", "n", "shares", "resolved"} <= set(fit["optimum_points"][-1])
+    assert {"compute", "n", "shares", "resolved", "leaders", "tie_reason"} <= set(fit["optimum_points"][-1])
     assert fit["holdout"]["decades"] == 0.5 and "checkable" in fit["holdout"]
     assert fits["study"]["fixed"] == {"b_problem": 32}
 
@@ -86,7 +86,7 @@ def test_recommend_takes_the_learning_rate_rule_of_the_fits(tmp_path: Path) -> N
     main(["fit", str(evals), "--out", str(out), "--counts", str(counts), "--bootstrap", "20", "--lr-base", "1e-6",
           "--lr-rule", "linear"])  # fmt: skip
     fits = json.loads(out.read_text())
-    assert fits["recipe"] == {"lr_rule": "linear", "lr_base": 1e-6, "lr_batch_ref": 1024}
+    assert fits["learning_rate"] == {"lr_rule": "linear", "lr_base": 1e-6, "lr_batch_ref": 1024}
     advice = recommend(fits, 1e6)
     assert advice["learning_rate"] == pytest.approx(1e-6 * advice["batch"] / 1024)
 

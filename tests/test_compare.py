@@ -17,7 +17,7 @@ def results_tree(root: Path, scenario: str, seed: int) -> Path:
     fit = fit_repetition(SCENARIOS[scenario], seed, bootstrap=10)
     study = {"study": {"problem_set": "easy", "name": "bp32", "kind": "fixed_b_problem", "by": ["n"],
                        "fixed": {"b_problem": 32}},
-             "recipe": {"lr_rule": "sqrt", "lr_base": 1e-6, "lr_batch_ref": 1024},
+             "learning_rate": {"lr_rule": "sqrt", "lr_base": 1e-6, "lr_batch_ref": 1024},
              "headline": {"metric": "avg@4", "compute": "compute_rollouts"},
              "fits": {"avg@4": {"compute_rollouts": fit}}}  # fmt: skip
     path = root / "results" / "fits" / "easy" / "bp32" / "fits.json"

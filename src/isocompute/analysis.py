@@ -24,6 +24,7 @@ from isocompute.fitting import (
     record_breaking,
 )
 from isocompute.frontier import Curve, frontier
+from isocompute.ties import Ties, residual_ties
 
 
 @dataclass(frozen=True)
@@ -44,13 +45,15 @@ class StudyFit:
     """Everything fitted for one study and metric, kept as objects until written as JSON.
 
     `envelope` is the frontier on the dense drawing grid; `optimum` the frontier at the distinct measured
-    compute values, the data of the `laws` of x*(C).
+    compute values, the data of the `laws` of x*(C); `ties` the points of `optimum` the curves' own residual
+    noise cannot resolve, which the laws leave out (a bootstrap replaces them with its own).
     """
 
     curves: list[Curve]
     envelope: pd.DataFrame
     optimum: pd.DataFrame
     laws: dict[str, OptimumFit | FitFailure]
+    ties: dict[str, Ties]
 
 
 def curve_points(evals: pd.DataFrame, metric: str, compute: str, by: Sequence[str]) -> pd.DataFrame:
@@ -80,15 +83,19 @@ def fit_curves(
     envelope = frontier(curves, grid, by, options.extrapolate)
     optimum = frontier(curves, at, by)
     laws: dict[str, OptimumFit | FitFailure] = {}
+    ties = {column: residual_ties(curves, optimum["compute"].to_numpy(), by, column) for column in by}
     for column in by:
         earlier = start.laws.get(column) if start else None
+        keep = ties[column].resolved
+        values = optimum[column].to_numpy()[keep]
         laws[column] = fit_law(
-            optimum["compute"].to_numpy(),
-            optimum[column].to_numpy(),
+            optimum["compute"].to_numpy()[keep],
+            values,
             column,
             earlier if isinstance(earlier, OptimumFit) else None,
+            ties_between=ties[column].inside(values),
         )
-    return StudyFit(curves, envelope, optimum, laws)
+    return StudyFit(curves, envelope, optimum, laws, ties)
 
 
 def json_records(table: pd.DataFrame) -> list[dict[str, Any]]:

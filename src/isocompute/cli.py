@@ -84,7 +84,7 @@ def fit_command(args: argparse.Namespace) -> dict:
     )
     return {
         "study": {"kind": "cli", "name": Path(args.evals).stem, "by": by, "fixed": fixed},
-        "recipe": {"lr_rule": args.lr_rule, "lr_base": args.lr_base, "lr_batch_ref": args.lr_batch_ref},
+        "learning_rate": {"lr_rule": args.lr_rule, "lr_base": args.lr_base, "lr_batch_ref": args.lr_batch_ref},
         "headline": {"metric": args.metric, "compute": compute},
         "fits": {args.metric: {compute: fit}},
     }
@@ -272,7 +272,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "fit":
             result = fit_command(args)
-            Path(args.out).write_text(json.dumps(result, indent=2))
+            write_json(result, args.out)
             optimum = result["fits"][args.metric][COMPUTE[args.compute]]["optimum"]
             print(json.dumps({column: {k: v for k, v in fit.items() if k != "samples"} for column, fit in optimum.items()}, indent=2))
         elif args.command == "replay":

@@ -190,7 +190,7 @@ def law_label(entry: Mapping[str, Any], column: str) -> str:
 def optimum_panel(ax: plt.Axes, fit: Mapping[str, Any], column: str) -> None:
     """One optimum (n* or B_problem*) at the measured compute points, log-log, with its law where identified.
 
-    Points the bootstrap does not resolve (fewer than 80 % of replicas agree) are hollow: the law ignores them.
+    Ties (compute points whose leaders cannot be told apart, `isocompute.ties`) are hollow: the law ignores them.
     """
     points = pd.DataFrame(fit["optimum_points"])
     values = sorted({int(c["key"][column]) for c in fit["curves"]})
@@ -201,7 +201,7 @@ def optimum_panel(ax: plt.Axes, fit: Mapping[str, Any], column: str) -> None:
                    label=f"{AXIS_LABELS[column]} at a measured compute point")  # fmt: skip
         if (~resolved).any():
             ax.scatter(points.loc[~resolved, "compute"], points.loc[~resolved, column], facecolors="none",
-                       edgecolors="tab:blue", s=18, label="not resolved by the bootstrap (< 80 % agree)")  # fmt: skip
+                       edgecolors="tab:blue", s=18, label="a tie: the leaders cannot be told apart")  # fmt: skip
         model = optimum_fit_from_json(entry)
         if not isinstance(model, FitFailure):
             grid = np.geomspace(points["compute"].min(), points["compute"].max(), 200)

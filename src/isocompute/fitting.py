@@ -1,6 +1,6 @@
 """The two fitted forms of the study, and what their data identify.
 
-Forms (../shared/notes/facts.md): per curve, R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B) with B > 0
+Forms (docs/recipe-and-fits.md): per curve, R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B) with B > 0
 (ScaleRL's, monotone by construction), fitted in log C; for the optimum along the frontier,
 log2 x* = L / (1 + exp(-k (log10 C - log10 C0))) + b (x* = n* or B_problem*; L < 0 is a falling optimum).
 
@@ -8,16 +8,16 @@ A least-squares optimizer always returns numbers, so every fit here also says wh
 them. A curve fit is made only with more points than free parameters, and carries `flags` for parameters
 the data do not pin down (an asymptote above the last point, a midpoint outside the data, a parameter at
 its bound); it stays usable inside its measured range. A law for x* is reported only where the data hold
-one: at least `LAW_MIN_POINTS` compute points, at least three distinct levels of x* in a monotone sequence,
-at least two points between the lowest and the highest level (the slope and the midpoint rest on them),
-and no fitted parameter at its bound. Anything else is a `FitFailure` whose `reason` a person can act on
+one: at least `LAW_MIN_POINTS` resolved compute points (ties left out, `isocompute.ties`), at least three
+distinct levels of x* and no resolved move against the law's direction, at least two points between the
+lowest and the highest level (the slope and the midpoint rest on them), and no fitted parameter at its bound. Anything else is a `FitFailure` whose `reason` a person can act on
 and whose `kind` the bootstrap counts.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -56,6 +56,12 @@ class RewardFit:
     rmse: float
     num_points: int
     flags: tuple[str, ...] = ()
+    # r0 was fixed at the base model's value rather than fitted.
+    anchored: bool = False
+
+    @property
+    def free_parameters(self) -> int:
+        return SIGMOID_PARAMS - self.anchored
 
     def __call__(self, compute: np.ndarray | float) -> np.ndarray:
         return reward_curve(np.log10(compute), self.r0, self.a, self.log10_c_mid, self.b)
@@ -143,11 +149,10 @@ def record_breaking(compute: np.ndarray, reward: np.ndarray, bin_width: float) -
 def fit_reward(
     compute: np.ndarray,
     reward: np.ndarray,
-    min_compute: float = 0.0,
     r0: float | None = None,
     start: RewardFit | None = None,
 ) -> RewardFit | FitFailure:
-    """Fit the reward sigmoid to points with compute above `min_compute` (earliest points may be noise).
+    """Fit the reward sigmoid to a curve's points (the study drops points below `fits.min_compute` before).
 
     With `r0` given (the base model's reward, the curve's value as C -> 0) only A, C_mid and B are fitted.
     A fit needs more points than free parameters: with as many, least squares interpolates exactly and
@@ -156,13 +161,13 @@ def fit_reward(
     """
     compute = np.asarray(compute, dtype=float)
     reward = np.asarray(reward, dtype=float)
-    keep = (compute > 0) & (compute >= min_compute) & np.isfinite(reward)
+    keep = (compute > 0) & np.isfinite(reward)
     x, y = np.log10(compute[keep]), reward[keep]
     free = SIGMOID_PARAMS - (r0 is not None)
     if len(x) <= free:
         return FitFailure(
             "too_few_points",
-            f"{len(x)} points above min_compute={min_compute:g} for {free} free parameters: an exact "
+            f"{len(x)} points for {free} free parameters: an exact "
             f"interpolation, not a fit; need {free + 1}",
         )
     if np.ptp(y) < 1e-9:
@@ -185,7 +190,7 @@ def fit_reward(
     if best is None:
         return FitFailure("no_convergence", "least squares did not converge from any start")
     params, error = best
-    fit = RewardFit(*(float(p) for p in params), rmse=error, num_points=len(x))
+    fit = RewardFit(*(float(p) for p in params), rmse=error, num_points=len(x), anchored=r0 is not None)
     return RewardFit(**{**asdict(fit), "flags": _reward_flags(fit, (low, high), bounds, r0 is None)})
 
 
@@ -246,40 +251,72 @@ def levels(values: Sequence[int]) -> list[int]:
     return [int(v) for v, _ in itertools.groupby(values)]
 
 
+def optimum_name(column: str) -> str:
+    """How the text names the optimum of a grid column: n*, B_problem*."""
+    return {"n": "n*", "b_problem": "B_problem*"}.get(column, f"{column}*")
+
+
+def direction(values: Sequence[int]) -> int:
+    """+1 for a rising sequence of x*, -1 for a falling one: the sign from first to last, else of the first change."""
+    changes = [b - a for a, b in itertools.pairwise(values) if b != a]
+    if not changes:
+        return 0
+    overall = values[-1] - values[0]
+    return int(np.sign(overall if overall else changes[0]))
+
+
+def reversals(values: Sequence[int]) -> list[int]:
+    """The indices i where x* moves against the sequence's direction from point i - 1 to point i."""
+    sign = direction(values)
+    return [i for i in range(1, len(values)) if sign and np.sign(values[i] - values[i - 1]) == -sign]
+
+
 def fit_law(
-    compute: np.ndarray, optimum: np.ndarray, column: str, start: OptimumFit | None = None
+    compute: np.ndarray,
+    optimum: np.ndarray,
+    column: str,
+    start: OptimumFit | None = None,
+    noise_reversals: Collection[int] = (),
+    ties_between: int = 0,
 ) -> OptimumFit | FitFailure:
     """The law of x*(C) where the points hold one, else a `FitFailure` saying why not.
 
-    `compute` and `optimum` are the optimum at each distinct measured compute value, in increasing compute.
+    `compute` and `optimum` are the optimum at each resolved compute value (ties left out), in increasing
+    compute. A move against the overall direction refuses the law, except at the indices in
+    `noise_reversals`: reversals the caller found inside the noise, which the fit goes through.
+    `ties_between` counts the ties left out whose leaders all lie between the lowest and the highest level:
+    they show the change passing through intermediate values, so they count towards the transition's points.
     """
     compute = np.asarray(compute, dtype=float)
     values = [int(v) for v in optimum]
-    name = {"n": "n*", "b_problem": "B_problem*"}.get(column, f"{column}*")
+    name = optimum_name(column)
     if not len(values):
         return FitFailure("no_points", "no compute point has a frontier")
     steps = levels(values)
-    if len(steps) == 1:
+    distinct = sorted(set(values))
+    if len(distinct) == 1:
         return FitFailure(
             "constant", f"{name} constant at {steps[0]} over C in [{compute.min():.3g}, {compute.max():.3g}]"
         )
-    if not (all(a < b for a, b in itertools.pairwise(steps)) or all(a > b for a, b in itertools.pairwise(steps))):
-        return FitFailure("not_monotone", f"{name} not monotone: {', '.join(map(str, steps))}")
+    resolved = [i for i in reversals(values) if i not in set(noise_reversals)]
+    if resolved:
+        where = "; ".join(f"{values[i - 1]} -> {values[i]} at C = {compute[i]:.3g}" for i in resolved)
+        return FitFailure("not_monotone", f"{name} not monotone: {', '.join(map(str, steps))} (resolved: {where})")
     if len(values) < LAW_MIN_POINTS:
         return FitFailure("too_few_points", f"{len(values)} compute points, need {LAW_MIN_POINTS} for a law of {name}")
-    if len(steps) < LAW_MIN_LEVELS:
+    if len(distinct) < LAW_MIN_LEVELS:
         change = next(i for i in range(1, len(values)) if values[i] != values[i - 1])
         at = float(np.sqrt(compute[change - 1] * compute[change]))
         return FitFailure(
             "two_levels",
-            f"two levels only: a step at C = {at:.2g} from {steps[0]} to {steps[1]}; slope not identified",
+            f"two levels only: a step at C = {at:.2g} from {values[change - 1]} to {values[change]}; slope not identified",
         )
-    between = sum(min(steps) < v < max(steps) for v in values)
+    between = sum(distinct[0] < v < distinct[-1] for v in values) + ties_between
     if between < 2:
         return FitFailure(
             "thin_transition",
             f"the change of {name} from {steps[0]} to {steps[-1]} rests on {between} point(s) between its lowest "
-            f"and highest level; slope and midpoint not identified",
+            f"and highest level (resolved, or ties between two intermediate values); slope and midpoint not identified",
         )
     fit = fit_optimum(compute, np.asarray(values, dtype=float), start)
     if isinstance(fit, FitFailure):
@@ -329,7 +366,7 @@ def reward_fit_from_json(entry: Mapping[str, Any]) -> RewardFit | FitFailure:
     """Inverse of the JSON form of a curve's fit."""
     if not entry["ok"]:
         return FitFailure(entry.get("kind", "failed"), entry["reason"])
-    fields = {name: entry[name] for name in RewardFit.__dataclass_fields__ if name != "flags"}
+    fields = {name: entry[name] for name in RewardFit.__dataclass_fields__ if name in entry and name != "flags"}
     return RewardFit(**fields, flags=tuple(entry.get("flags", ())))
 
 

@@ -91,9 +91,3 @@ def frontier(curves: Sequence[Curve], compute: np.ndarray, by: Sequence[str], ex
     table["extrapolated"] = outside[best, columns_at]
     return table[has].reset_index(drop=True)
 
-
-def measured_span(curves: Sequence[Curve]) -> tuple[float, float] | None:
-    """The compute range the study measured: from the first curve's first point to the last curve's last."""
-    if not curves:
-        return None
-    return min(c.measured_range[0] for c in curves), max(c.measured_range[1] for c in curves)

@@ -9,6 +9,7 @@ truncated data identify no law, the check says so: the law is then not checkable
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -16,12 +17,20 @@ import numpy as np
 import pandas as pd
 
 from isocompute.analysis import FitOptions, StudyFit, fit_curves, json_records
-from isocompute.fitting import FitFailure, fit_to_json
+from isocompute.fitting import FitFailure, OptimumFit, fit_law, fit_to_json
 from isocompute.frontier import distinct_computes
+from isocompute.ties import Ties
 
 
-def holdout_check(table: pd.DataFrame, options: FitOptions, full: StudyFit, decades: float) -> dict[str, Any]:
-    """Refit on compute up to max / 10**decades; errors of the predicted frontier reward and optimum above it."""
+def holdout_check(
+    table: pd.DataFrame, options: FitOptions, full: StudyFit, decades: float, ties: Mapping[str, Ties]
+) -> dict[str, Any]:
+    """Refit on compute up to max / 10**decades; errors of the predicted frontier reward and optimum above it.
+
+    The truncated law leaves out the same ties as the full fit (`ties`, at the full fit's compute points):
+    whether the leaders at a compute point can be told apart is a property of what was measured there,
+    which truncation does not change, and the full fit's bootstrap decided it where there was one.
+    """
     compute = options.compute
     top = float(table[compute].max())
     cutoff = top / 10**decades
@@ -42,10 +51,11 @@ def holdout_check(table: pd.DataFrame, options: FitOptions, full: StudyFit, deca
         {"mean_abs": float(errors.mean()), "max_abs": float(errors.max()), "points": len(errors)} if len(errors) else None
     )
     result["optimum"] = {}
-    result["laws"] = {column: fit_to_json(truncated.laws[column]) for column in options.by}
+    laws = {column: _truncated_law(truncated, full, column, ties[column]) for column in options.by}
+    result["laws"] = {column: fit_to_json(law) for column, law in laws.items()}
     for column in options.by:
         points[f"{column}_full"] = held[column].to_numpy()
-        law = truncated.laws[column]
+        law = laws[column]
         if isinstance(law, FitFailure):
             result["optimum"][column] = {"checkable": False, "reason": f"not checkable on this range: {law.reason}"}
             continue
@@ -61,3 +71,14 @@ def holdout_check(table: pd.DataFrame, options: FitOptions, full: StudyFit, deca
     result["checkable"] = True
     result["points"] = json_records(points)
     return result
+
+
+def _truncated_law(truncated: StudyFit, full: StudyFit, column: str, ties: Ties) -> OptimumFit | FitFailure:
+    """The truncated data's law of x*, fitted to the points the full fit resolved."""
+    full_logs = np.log10(full.optimum["compute"].to_numpy())
+    compute = truncated.optimum["compute"].to_numpy()
+    nearest = np.abs(full_logs[None, :] - np.log10(compute)[:, None]).argmin(axis=1)
+    values = truncated.optimum[column].to_numpy()
+    kept = ties.at(nearest).without_lone_extremes(values)
+    resolved = values[kept.resolved]
+    return fit_law(compute[kept.resolved], resolved, column, ties_between=kept.inside(resolved))

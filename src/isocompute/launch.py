@@ -28,6 +28,7 @@ import torch
 from accelerate import PartialState
 
 from isocompute import runlock
+from isocompute.files import write_json
 from isocompute.grid import GridPoint, total_steps
 from isocompute.progress import append_event, attempts, read_events, start_attempt
 from isocompute.specs import LaunchSpec, Recipe, RolloutEngine, SamplingSpec, TrainingSpec
@@ -185,7 +186,7 @@ def _launch(job: TrainingJob, resume: str | None, deadline: float | None) -> Non
     ports = (free_port(), free_port())
     job_file = Path(run.run_dir) / JOB_FILE
     saved = {"job": job_to_dict(job), "resume": resume, "ports": ports, "deadline": deadline}
-    job_file.write_text(json.dumps(saved, indent=2))
+    write_json(saved, job_file)
     engine = run.spec.rollout_engine
     server_gpus = engine.own_gpus if engine is not None else 0
     on_gpu = torch.cuda.is_available()

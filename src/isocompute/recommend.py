@@ -57,11 +57,14 @@ def _optimum_at(fit: Mapping[str, Any], column: str, compute: float) -> dict[str
     value = int(nearest[column])
     shares = nearest.get("shares")
     share = shares[column].get(str(value), 0.0) if isinstance(shares, Mapping) else None
+    leaders = nearest.get("leaders")
+    tied = leaders[column] if isinstance(leaders, Mapping) and len(leaders.get(column, [])) > 1 else None
+    tie = f"; a tie there: {column} = {', '.join(map(str, tied))} cannot be told apart" if tied else ""
     return {
         "value": float(value),
         "interval": None,
         "share": share,
-        "source": f"measured frontier at C = {nearest['compute']:.4g} (no law: {law.reason})",
+        "source": f"measured frontier at C = {nearest['compute']:.4g} (no law: {law.reason}){tie}",
     }
 
 
@@ -102,7 +105,8 @@ def recommend(fits_file: Mapping[str, Any], compute: float, metric: str | None =
         b = {"value": float(fixed["b_problem"]), "interval": None, "share": None, "source": "held fixed by the study"}
     n_value, b_problem = power_of_two(n["value"]), power_of_two(b["value"])
     batch = b_problem * n_value
-    recipe = fits_file["recipe"]
+    # fits.json files written before the key was named for what it holds call it "recipe".
+    rule = fits_file["learning_rate"] if "learning_rate" in fits_file else fits_file["recipe"]
     warnings = []
     if not low <= compute <= high:
         warnings.append(
@@ -124,7 +128,7 @@ def recommend(fits_file: Mapping[str, Any], compute: float, metric: str | None =
         "b_problem_source": b["source"],
         "steps": math.ceil(compute / batch),
         "batch": batch,
-        "learning_rate": learning_rate(batch, recipe["lr_base"], recipe["lr_batch_ref"], recipe["lr_rule"]),
+        "learning_rate": learning_rate(batch, rule["lr_base"], rule["lr_batch_ref"], rule["lr_rule"]),
         "measured_range": [low, high],
         "checked": holdout_summary(fit),
         "warnings": warnings,

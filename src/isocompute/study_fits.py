@@ -19,15 +19,28 @@ import pandas as pd
 
 from isocompute.analysis import FitOptions, StudyFit, curve_points, fit_curves, json_records
 from isocompute.bootstrap import Replica, resample_evals
-from isocompute.fitting import LAW_MIN_POINTS, FitFailure, OptimumFit, RewardFit, fit_law, fit_to_json, levels, parameter_intervals
+from isocompute.fitting import (
+    LAW_MIN_POINTS,
+    FitFailure,
+    OptimumFit,
+    RewardFit,
+    direction,
+    fit_law,
+    fit_optimum,
+    fit_to_json,
+    levels,
+    optimum_name,
+    parameter_intervals,
+    reversals,
+)
 from isocompute.frontier import Curve, distinct_computes
 from isocompute.holdout import holdout_check
 from isocompute.metrics import metric_names
 from isocompute.studies import Study
+from isocompute.ties import RESOLVED_SHARE, Ties, bootstrap_ties, reversal_share
 
-# A compute point's optimum is resolved where at least this share of the bootstrap replicas choose it
-# (within a factor 2).
-RESOLVED_SHARE = 0.8
+# Points of the dense grid on which a replica's law is compared with the point estimate's.
+LAW_COMPARISON_POINTS = 50
 
 
 def fit_study(
@@ -61,10 +74,13 @@ def fit_study(
         )
         for r in replicas
     ]
-    chosen = {column: np.vstack([_at(r.optimum, column, at) for r in fitted]) for column in by} if fitted else {}
-    resolved = {column: _resolved(point.optimum[column].to_numpy(), chosen[column]) for column in chosen}
-    for column, keep in resolved.items():
-        _refit_laws(point, fitted, column, keep)
+    computes = point.optimum["compute"].to_numpy()
+    chosen = {column: np.vstack([_at(r.optimum, column, computes) for r in fitted]) for column in by} if fitted else {}
+    ties = {
+        column: bootstrap_ties(point.optimum[column].to_numpy(), chosen[column], column) if fitted else point.ties[column]
+        for column in by
+    }
+    through = {column: _refit_law(point, fitted, column, ties[column], chosen.get(column)) for column in by}
     result: dict[str, Any] = {
         "metric": options.metric,
         "compute": options.compute,
@@ -81,14 +97,14 @@ def fit_study(
         "measured": table.to_dict(orient="records"),
         "curves": [_curve_json(curve, [r.curves[i].fit for r in fitted], by) for i, curve in enumerate(point.curves)],
         "frontier": json_records(point.envelope),
-        "optimum_points": _optimum_points(point, chosen, resolved),
-        "optimum": {column: _law_json(point, fitted, column, resolved.get(column)) for column in by},
+        "optimum_points": _optimum_points(point, chosen, ties),
+        "optimum": {column: _law_json(point, fitted, column, ties[column], through[column]) for column in by},
         "optimum_at_max_compute": (
             {**{column: int(point.optimum[column].iloc[-1]) for column in by}, "compute": float(point.optimum["compute"].iloc[-1])}
             if len(point.optimum)
             else None
         ),
-        "holdout": holdout_check(table, options, point, holdout_decades) if holdout_decades > 0 else None,
+        "holdout": holdout_check(table, options, point, holdout_decades, ties) if holdout_decades > 0 else None,
     }
     if fitted and len(point.envelope):
         bands = np.vstack([_on_grid(r.envelope, point.envelope["compute"]) for r in fitted])
@@ -122,70 +138,89 @@ def _curve_json(curve: Curve, replicas: Sequence[RewardFit | FitFailure], by: Se
     return entry
 
 
-def _law_json(point: StudyFit, fitted: Sequence[StudyFit], column: str, keep: np.ndarray | None) -> dict[str, Any]:
-    """The law with the levels and number of the points it was fitted to (the resolved ones, with a bootstrap)."""
+def _law_json(
+    point: StudyFit, fitted: Sequence[StudyFit], column: str, ties: Ties, through: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The law with the levels and number of the resolved points it was fitted to, the ties it left out and
+    the reversals inside the noise it was fitted through."""
     law = point.laws[column]
-    replica_laws = [r.laws[column] for r in fitted]
-    used = point.optimum[column].to_numpy() if keep is None else point.optimum[column].to_numpy()[keep]
+    used = point.optimum[column].to_numpy()[ties.resolved]
     entry = {**fit_to_json(law), "levels": levels(used.tolist()), "points_used": len(used),
-             "points_unresolved": 0 if keep is None else int((~keep).sum())}  # fmt: skip
-    entry.update(parameter_intervals(law, replica_laws))
+             "points_tied": int(ties.tie.sum()), "tie_rule": ties.rule, "reversals_fitted_through": through}  # fmt: skip
+    entry.update(parameter_intervals(law, [r.laws[column] for r in fitted]))
     if fitted:
-        entry["replicas_failed"] = _failures(replica_laws)
+        entry["replicas_failed"] = _failures([r.laws[column] for r in fitted])
     return entry
 
 
-def _resolved(values: np.ndarray, chosen: np.ndarray) -> np.ndarray:
-    """Where at least `RESOLVED_SHARE` of the replicas choose an optimum within a factor 2 of the point
-    estimate's (one step of the paper's power-of-two grid, the precision a recommendation is rounded to)."""
-    with np.errstate(invalid="ignore"):
-        close = np.abs(np.log2(chosen / values[None, :])) <= 1.0
-    return close.mean(axis=0) >= RESOLVED_SHARE
+def _refit_law(
+    point: StudyFit, fitted: Sequence[StudyFit], column: str, ties: Ties, chosen: np.ndarray | None
+) -> list[dict[str, Any]]:
+    """Fit the law of the point estimate to its resolved compute points, and judge it by its replicas.
 
-
-def _refit_laws(point: StudyFit, fitted: Sequence[StudyFit], column: str, keep: np.ndarray) -> None:
-    """Fit the law of the point estimate and of every replica to the resolved compute points only.
-
-    Where the replicas disagree on the optimum, the data do not determine it there, and such a point is
-    no evidence for (or against) a law; replicas use the same points so that their laws are comparable.
-    A law that most replicas do not find again is the sample's, not the data's, and is not reported.
+    Ties are no evidence for (or against) a law and are left out. A move of x* against the law's direction
+    refuses the law only where the replicas resolve it (`ties.reversal_share`); one inside the noise is
+    fitted through and returned. Each replica fits the same form to its own optimum at the same points, with
+    no gates of its own (its noisy points are not the question): the law is reproduced where at least
+    `RESOLVED_SHARE` of the replicas' laws predict x* within a factor 2 of the point estimate's across the
+    range of the resolved points.
     """
+    keep = ties.resolved
     at = point.optimum["compute"].to_numpy()[keep]
-    point.laws[column] = fit_law(at, point.optimum[column].to_numpy()[keep], column)
-    law = point.laws[column]
-    if isinstance(law, FitFailure) and law.kind in ("no_points", "too_few_points") and not keep.all():
-        point.laws[column] = FitFailure(
+    values = [int(v) for v in point.optimum[column].to_numpy()[keep]]
+    indices = np.flatnonzero(keep)
+    sign = direction(values)
+    through, noise = [], []
+    for i in reversals(values):
+        share = reversal_share(chosen, indices[i - 1], indices[i], sign)
+        if share is not None and share < RESOLVED_SHARE:
+            noise.append(i)
+            through.append({"from": values[i - 1], "to": values[i], "compute": float(at[i]), "replicas": share})
+    law = fit_law(at, np.array(values), column, noise_reversals=noise, ties_between=ties.inside(np.array(values)))
+    thin = isinstance(law, FitFailure) and law.kind in ("no_points", "too_few_points", "constant")
+    if thin and keep.sum() < LAW_MIN_POINTS and ties.tie.any():
+        law = FitFailure(
             "unresolved",
-            f"only {int(keep.sum())} of {len(keep)} compute points have an optimum that at least "
-            f"{RESOLVED_SHARE:.0%} of bootstrap replicas place within a factor 2; a law needs {LAW_MIN_POINTS}",
+            f"only {int(keep.sum())} of {len(keep)} compute points are resolved (the others are ties: their "
+            f"leaders cannot be told apart by the {ties.rule}); a law of {optimum_name(column)} needs {LAW_MIN_POINTS}",
         )
-    start = point.laws[column] if isinstance(point.laws[column], OptimumFit) else None
+    point.laws[column] = law
+    if not isinstance(law, OptimumFit) or not fitted:
+        return through
+    grid = np.geomspace(at.min(), at.max(), LAW_COMPARISON_POINTS)
+    agree = []
     for replica in fitted:
-        values = _at(replica.optimum, column, point.optimum["compute"].to_numpy())[keep]
-        has = ~np.isnan(values)
-        replica.laws[column] = fit_law(at[has], values[has], column, start)
-    reproduced = np.mean([isinstance(r.laws[column], OptimumFit) for r in fitted])
-    if start is not None and reproduced < RESOLVED_SHARE:
+        replica_values = _at(replica.optimum, column, at)
+        has = ~np.isnan(replica_values)
+        made = fit_optimum(at[has], replica_values[has], start=law)
+        replica.laws[column] = made
+        agree.append(isinstance(made, OptimumFit) and bool(np.all(np.abs(np.log2(made(grid) / law(grid))) <= 1.0)))
+    reproduced = float(np.mean(agree))
+    if reproduced < RESOLVED_SHARE:
         point.laws[column] = FitFailure(
             "not_reproduced",
-            f"the law is found in only {reproduced:.0%} of bootstrap replicas (needs {RESOLVED_SHARE:.0%}): "
-            f"a law of this sample, not of the data's population",
+            f"the replicas' laws predict {optimum_name(column)} within a factor 2 of this law across C in "
+            f"[{at.min():.3g}, {at.max():.3g}] in only {reproduced:.0%} of bootstrap replicas (needs "
+            f"{RESOLVED_SHARE:.0%}): a law of this sample, not of the data's population",
         )
+    return through
 
 
-def _optimum_points(point: StudyFit, chosen: Mapping[str, np.ndarray], resolved: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
-    """The optimum at each distinct measured compute, with the share of replicas choosing each value."""
+def _optimum_points(point: StudyFit, chosen: Mapping[str, np.ndarray], ties: Mapping[str, Ties]) -> list[dict[str, Any]]:
+    """The optimum at each distinct measured compute: whether it is a tie (with its leaders and why) or
+    resolved, and with a bootstrap the share of replicas choosing each value."""
     rows = json_records(point.optimum.drop(columns=["extrapolated"]))
     for index, row in enumerate(rows):
-        if not chosen:
-            continue
-        row["shares"], row["resolved"] = {}, {}
-        for column, matrix in chosen.items():
-            values = matrix[:, index]
-            values = values[~np.isnan(values)].astype(int)
-            counts = Counter(values.tolist())
-            row["shares"][column] = {str(value): counts[value] / len(values) for value in sorted(counts)}
-            row["resolved"][column] = bool(resolved[column][index])
+        row["resolved"] = {column: bool(tie.resolved[index]) for column, tie in ties.items()}
+        row["leaders"] = {column: tie.leaders[index] for column, tie in ties.items()}
+        row["tie_reason"] = {column: tie.reasons[index] for column, tie in ties.items()}
+        if chosen:
+            row["shares"] = {}
+            for column, matrix in chosen.items():
+                values = matrix[:, index]
+                counts = Counter(values[~np.isnan(values)].astype(int).tolist())
+                total = sum(counts.values())
+                row["shares"][column] = {str(value): counts[value] / total for value in sorted(counts)}
     return rows
 
 
@@ -201,7 +236,7 @@ def fit_configured_study(
     study: Study,
     options: Mapping[str, Any],
     k: int,
-    recipe: Mapping[str, Any],
+    learning_rate: Mapping[str, Any],
     seed: int,
     base_counts: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
@@ -231,6 +266,7 @@ def fit_configured_study(
                     record_bin=options["record_bin"],
                     extrapolate=options["extrapolate"],
                 ),
+                min_compute=options["min_compute"],
                 frontier_points=options["frontier_points"],
                 replicas=replicas if (metric, compute) == headline else (),
                 holdout_decades=options["holdout_decades"],
@@ -239,7 +275,7 @@ def fit_configured_study(
         }
     return {
         "study": {**asdict(study), "name": study.name, "by": study.by, "fixed": study.fixed},
-        "recipe": dict(recipe),
+        "learning_rate": dict(learning_rate),
         "headline": {"metric": headline[0], "compute": headline[1]},
         "fits": fits,
     }

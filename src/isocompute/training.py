@@ -35,6 +35,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from isocompute.answers import reward_function
 from isocompute.checkpoints import checkpoints_of, last_good_checkpoint, step_of
+from isocompute.files import write_json, write_text
 from isocompute.grid import GridPoint, batch_split, checkpoint_steps, learning_rate, total_steps
 from isocompute.problems import write_table
 from isocompute.progress import append_event
@@ -337,7 +338,7 @@ def resume_point(run: RunSpec, train_problems: pd.DataFrame) -> str | None:
         old = [path for _, path in checkpoints_of(run_dir)]
         reason = "its settings changed what it computes: " + "; ".join(changed)
         supersede(run_dir, [*old, *([settings_file] if settings_file.exists() else [])], reason)
-    _write_atomically(settings_file, json.dumps(settings, indent=2, sort_keys=True))
+    write_text(json.dumps(settings, indent=2, sort_keys=True), settings_file)
     point, spec = run.point, run.spec
     save_steps = checkpoint_steps(point.batch, spec.compute_min, spec.compute_max, spec.checkpoint_points)
     resume = last_good_checkpoint(run_dir, total_steps(point.batch, spec.compute_max), save_steps)
@@ -490,11 +491,4 @@ def write_outputs(
 ) -> None:
     """The run's training table and checkpoint manifest, each written under a temporary name, then renamed."""
     write_table(table, log_table)
-    _write_atomically(Path(checkpoints), json.dumps(manifest, indent=2))
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Write under a temporary name, then rename: a job killed meanwhile leaves the old file or none."""
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(text)
-    partial.replace(path)
+    write_json(manifest, checkpoints)
