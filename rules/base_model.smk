@@ -15,12 +15,7 @@ rule pretrain_base_model:
     resources:
         **study_config.rule_resources(config, "pretrain_base_model"),
     params:
-        settings={
-            "base_model": {"builtin": config["base_model"]["builtin"]},
-            "problems": {
-                "synthetic_addition": config["problems"]["synthetic_addition"]
-            },
-        },
+        settings=study_config.pretraining_settings(config),
         seed=config["seed"],
     script:
         "../workflow/scripts/pretrain_base_model.py"

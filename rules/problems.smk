@@ -1,7 +1,7 @@
 # Stage 1: the problem pool, as the pipeline's problem table (id, prompt, answer).
 
 
-if config["problems"]["source"] == "synthetic_addition":
+if config["problems"]["source"] != "table":
 
     rule make_problem_pool:
         output:
@@ -11,8 +11,7 @@ if config["problems"]["source"] == "synthetic_addition":
         conda:
             "../envs/isocompute.yaml"
         params:
-            task=config["problems"]["synthetic_addition"],
-            seed=config["seed"],
+            **study_config.pool_params(config),
         script:
             "../workflow/scripts/make_problem_pool.py"
 

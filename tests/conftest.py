@@ -10,7 +10,7 @@ import torch
 
 from isocompute.base_model import pretrain_base_model
 from isocompute.specs import BaseModelSpec
-from isocompute.tasks import make_addition_pool
+from isocompute.tasks import AdditionTask, make_addition_pool
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -33,8 +33,7 @@ TINY_MODEL = BaseModelSpec(
     train_steps=60,
     batch_size=64,
     learning_rate=3e-3,
-    min_digits=1,
-    max_digits=2,
+    task=AdditionTask(200, 1, 2),
 )
 
 

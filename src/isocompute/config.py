@@ -23,6 +23,7 @@ from isocompute.ablations import Ablation, configured_ablations
 from isocompute.cluster_rules import CLUSTER_RULES, cluster_rule
 from isocompute.grid import GridError, GridPoint, LearningRate, batch_split, expand_grid
 from isocompute.rungs import SweepError, SweepSettings, rung_caps
+from isocompute.skill_lookup import SkillLookupTask, check_skill_lookup
 from isocompute.specs import (
     BaseModelSpec,
     Bucket,
@@ -34,6 +35,7 @@ from isocompute.specs import (
     SamplingSpec,
     TrainingSpec,
 )
+from isocompute.tasks import ADDITION, SYNTHETIC_SOURCES, AdditionTask, synthetic_task
 
 # Keys of `vllm.LLM` that other config keys set: `generation.vllm_engine_kwargs` may not repeat them.
 VLLM_ENGINE_RESERVED = ("model", "seed", "tensor_parallel_size")
@@ -84,11 +86,34 @@ def sampling_spec(sampling: Mapping[str, Any]) -> SamplingSpec:
 
 
 def base_model_spec(config: Config) -> BaseModelSpec:
-    """From `base_model.builtin` and the synthetic task's digit range."""
-    task = config["problems"]["synthetic_addition"]
-    return BaseModelSpec(
-        **config["base_model"]["builtin"], min_digits=task["min_digits"], max_digits=task["max_digits"]
-    )
+    """From `base_model.builtin` and the synthetic task it is pre-trained on: the task of `problems.source`,
+    or, in the pre-training rule's slice (`pretraining_settings`), the one task block there is."""
+    problems = config["problems"]
+    source = problems["source"] if "source" in problems else next(iter(problems))
+    return BaseModelSpec(**config["base_model"]["builtin"], task=synthetic_task(source, problems[source]))
+
+
+def pretraining_settings(config: Config) -> dict[str, Any]:
+    """The pre-training rule's params: the built-in model's block and the block of the task it learns."""
+    source = config["problems"]["source"]
+    return {
+        "base_model": {"builtin": config["base_model"]["builtin"]},
+        "problems": {source: config["problems"].get(source)},
+    }
+
+
+def pool_params(config: Config) -> dict[str, Any]:
+    """The pool rule's params: the task's block, the seed, and the task's name unless it is addition, whose
+    params keep the form they had before a second task existed, so that no finished study's pool (and so
+    none of its runs) reruns (docs/upgrading.md). Read the name back with `pool_source`."""
+    source = config["problems"]["source"]
+    params = {"task": config["problems"][source], "seed": config["seed"]}
+    return params if source == ADDITION else {**params, "source": source}
+
+
+def pool_source(params: Mapping[str, Any]) -> str:
+    """The task a pool rule's params (`pool_params`) name."""
+    return str(params.get("source", ADDITION))
 
 
 # The set whose recipe and max_batch a mixture or a pass@k set takes where it names none (the paper: the
@@ -414,31 +439,32 @@ def check_config(config: Config) -> list[GridPoint]:
     problems = config["problems"]
     if problems["source"] == "table" and not problems.get("table", {}).get("path"):
         raise ConfigError("problems.table.path must be set when problems.source is 'table'")
-    if problems["source"] == "synthetic_addition":
-        task = problems.get("synthetic_addition")
-        if task is None:
-            raise ConfigError(
-                "problems.synthetic_addition is required when problems.source is 'synthetic_addition'"
-            )
-        if task["min_digits"] > task["max_digits"]:
+    if problems["source"] in SYNTHETIC_SOURCES:
+        source = problems["source"]
+        if problems.get(source) is None:
+            raise ConfigError(f"problems.{source} is required when problems.source is {source!r}")
+        task = synthetic_task(source, problems[source])
+        if isinstance(task, AdditionTask) and task.min_digits > task.max_digits:
             raise ConfigError("problems.synthetic_addition.min_digits exceeds max_digits")
+        if isinstance(task, SkillLookupTask) and (problem := check_skill_lookup(task)):
+            raise ConfigError(problem)
         share = config["difficulty"]["validation_share"]
         for settings in problem_sets(config).values():
             build = settings["build"]
             for part, size, room in (("train", build["train_size"], 1 - share), ("val", build["val_size"], share)):
-                if size > room * task["size"]:
+                if size > room * task.size:
                     raise ConfigError(
-                        f"{build['key']}: {part} size {size} exceeds the {room * task['size']:.0f} problems of "
-                        f"problems.synthetic_addition.size={task['size']} that difficulty.validation_share={share} "
+                        f"{build['key']}: {part} size {size} exceeds the {room * task.size:.0f} problems of "
+                        f"{task.size_setting} that difficulty.validation_share={share} "
                         f"leaves for {part}: no bucket could be large enough"
                     )
     model = config["base_model"]
     if not model.get("pretrained"):
         if "builtin" not in model:
             raise ConfigError("base_model needs either pretrained (a path or hub id) or builtin")
-        if problems["source"] != "synthetic_addition":
+        if problems["source"] not in SYNTHETIC_SOURCES:
             raise ConfigError(
-                "base_model.builtin is trained on the synthetic task: set base_model.pretrained"
+                "base_model.builtin is trained on a synthetic task: set base_model.pretrained"
             )
         builtin = model["builtin"]
         if builtin["hidden_size"] % builtin["num_heads"] or builtin["num_heads"] % builtin["num_kv_heads"]:

@@ -7,6 +7,10 @@ invocation does) imports no torch, transformers or TRL.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from isocompute.tasks import SyntheticTask
 
 
 @dataclass(frozen=True)
@@ -21,7 +25,8 @@ class SamplingSpec:
 
 @dataclass(frozen=True)
 class BaseModelSpec:
-    """Architecture and supervised-training budget of the built-in base model."""
+    """Architecture and supervised-training budget of the built-in base model, and the synthetic task it is
+    pre-trained on."""
 
     hidden_size: int
     intermediate_size: int
@@ -31,8 +36,7 @@ class BaseModelSpec:
     train_steps: int
     batch_size: int
     learning_rate: float
-    min_digits: int
-    max_digits: int
+    task: SyntheticTask
 
 
 @dataclass(frozen=True)

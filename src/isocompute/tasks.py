@@ -1,16 +1,52 @@
-"""The synthetic task of the embedded default: integer addition of operands of mixed length.
+"""The built-in synthetic tasks, which make a study possible without a hub model or dataset.
 
-Answers are exactly checkable and difficulty grows with operand length, so a briefly trained small model
-solves short sums, fails long ones and is uncertain in between: that spread is what makes Easy and Hard
-problem sets exist without a hub model or dataset.
+The embedded default is integer addition of operands of mixed length: answers are exactly checkable and
+difficulty grows with operand length, so a briefly trained small model solves short sums, fails long ones
+and is uncertain in between, which is what makes Easy and Hard problem sets exist. The skill-lookup task
+(`isocompute.skill_lookup`) sets each problem's base pass rate by design and adds a dial for interference
+between problems. A task gives the pipeline its problem pool and its pre-training examples; everything
+after the base model (bucketing, sets, training, evaluation, fits) sees only the problem table.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
 import numpy as np
 import pandas as pd
 
+from isocompute.skill_lookup import SkillLookupTask
+
 ALPHABET = "0123456789+="
+ADDITION = "synthetic_addition"
+SKILL_LOOKUP = "synthetic_skill_lookup"
+SYNTHETIC_SOURCES = (ADDITION, SKILL_LOOKUP)
+
+
+class SyntheticTask(Protocol):
+    """What the pipeline asks of a built-in task. `size` and `size_setting` (the settings that fix the size,
+    for error messages) let the config check the sets against the pool before any job runs."""
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def size_setting(self) -> str: ...
+
+    @property
+    def sequence_length(self) -> int:
+        """About the longest prompt + answer + eos; the base model's positions are a multiple of it."""
+        ...
+
+    def pool(self, seed: int) -> pd.DataFrame:
+        """The problem table (`id`, `prompt`, `answer`), prompts unique."""
+        ...
+
+    def pretraining_sampler(self, seed: int) -> Callable[[np.random.Generator], tuple[str, str]]:
+        """A function drawing one supervised (prompt, label) pair per call from the generator it is given."""
+        ...
 
 
 def sample_addition(rng: np.random.Generator, min_digits: int, max_digits: int) -> tuple[str, str]:
@@ -44,3 +80,43 @@ def make_addition_pool(size: int, min_digits: int, max_digits: int, seed: int) -
             "answer": list(seen.values()),
         }
     )
+
+
+@dataclass(frozen=True)
+class AdditionTask:
+    """`problems.synthetic_addition`: `size` distinct sums of operands of min_digits to max_digits digits."""
+
+    size: int
+    min_digits: int
+    max_digits: int
+
+    @property
+    def size_setting(self) -> str:
+        return f"problems.synthetic_addition.size={self.size}"
+
+    @property
+    def sequence_length(self) -> int:
+        return 2 * self.max_digits + 4
+
+    def pool(self, seed: int) -> pd.DataFrame:
+        return make_addition_pool(self.size, self.min_digits, self.max_digits, seed)
+
+    def pretraining_sampler(self, seed: int) -> Callable[[np.random.Generator], tuple[str, str]]:
+        """Fresh sums from the pre-training generator; the pool's seed plays no part."""
+        return lambda rng: sample_addition(rng, self.min_digits, self.max_digits)
+
+
+def synthetic_task(source: str, settings: Mapping[str, Any]) -> SyntheticTask:
+    """The task named by `problems.source`, from its config block `problems.<source>`."""
+    if source == ADDITION:
+        return AdditionTask(int(settings["size"]), int(settings["min_digits"]), int(settings["max_digits"]))
+    if source == SKILL_LOOKUP:
+        return SkillLookupTask(
+            int(settings["easy_skills"]),
+            int(settings["hard_skills"]),
+            int(settings["variants"]),
+            tuple(float(v) for v in settings["easy_label_accuracy"]),
+            tuple(float(v) for v in settings["hard_label_accuracy"]),
+            float(settings["default_share"]),
+        )
+    raise ValueError(f"problems.source={source!r} is not a built-in task ({ADDITION}, {SKILL_LOOKUP})")

@@ -2,12 +2,13 @@
 
 import logging
 
+from isocompute.config import pool_source
 from isocompute.problems import validate_problem_table, write_table
-from isocompute.tasks import make_addition_pool
+from isocompute.tasks import synthetic_task
 from isocompute.workflow import start_job
 
 start_job(snakemake.log[0])
-task = snakemake.params.task
-pool = make_addition_pool(task["size"], task["min_digits"], task["max_digits"], snakemake.params.seed)
-write_table(validate_problem_table(pool, "synthetic_addition"), snakemake.output.pool)
+source = pool_source(dict(snakemake.params.items()))
+pool = synthetic_task(source, snakemake.params.task).pool(snakemake.params.seed)
+write_table(validate_problem_table(pool, source), snakemake.output.pool)
 logging.info("wrote %d problems to %s", len(pool), snakemake.output.pool)

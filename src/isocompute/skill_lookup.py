@@ -1,0 +1,144 @@
+"""The skill-lookup task: problems that share no algorithm, with one dial for interference between them.
+
+Addition is one shared algorithm, so an update on one sum helps the others and n barely matters there
+(docs/embedded-study.md). The paper blames large n winning on interference across problems: skills that
+do not transfer, whose updates still meet in shared parameters. Here each problem is a lookup: the prompt
+is a skill's 3-digit code, 2 distractor digits and `=`; the answer is the skill's one digit. Skills share
+nothing but the model, so one can only move another through a shared preference for a digit, and that is
+the dial (design D1, docs/embedded-study.md): an Easy skill's answer is the default digit `0` with
+probability `default_share` (rho), and every Hard skill's pre-trained wrong answer (its decoy) is that
+same `0`. Each Easy success on `0` then pushes the Hard skills towards their decoy; at rho = 0.1 (the
+control) Easy successes rarely land on `0`.
+
+Base pass rates are set by design, not by luck: pre-training labels a skill's prompt with its answer with
+probability q_s and with its decoy otherwise, so the cross-entropy optimum puts q_s on the answer. Easy
+skills draw q_s uniformly from `easy_label_accuracy`, Hard skills log-uniformly from `hard_label_accuracy`,
+so the Easy and Hard buckets of the base model's avg@16 fill from their own skills. The pool holds every
+skill with `variants` distractors; the validation reserve (a seeded share of the pool) then holds held-out
+distractor variants of the same skills, as the pipeline's reserve already does for any pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+CODE_DIGITS = 3
+DISTRACTOR_DIGITS = 2
+DEFAULT_ANSWER = "0"
+NON_DEFAULT_ANSWERS = tuple("123456789")
+# The skill table's own random stream, apart from pre-training's (which is seeded with the study seed too),
+# so that the pool and the base model agree on every skill and neither's draws shift the other's.
+SKILL_STREAM = 21
+
+
+@dataclass(frozen=True)
+class SkillLookupTask:
+    """`problems.synthetic_skill_lookup`: how many skills of each level, distractor variants per skill, the
+    label accuracy range of each level, and rho (`default_share`)."""
+
+    easy_skills: int
+    hard_skills: int
+    variants: int
+    easy_label_accuracy: tuple[float, float]
+    hard_label_accuracy: tuple[float, float]
+    default_share: float
+
+    @property
+    def size(self) -> int:
+        return (self.easy_skills + self.hard_skills) * self.variants
+
+    @property
+    def size_setting(self) -> str:
+        """The settings that fix the pool's size, for error messages."""
+        return (
+            f"problems.synthetic_skill_lookup ({self.easy_skills} + {self.hard_skills} skills x "
+            f"{self.variants} variants = {self.size})"
+        )
+
+    @property
+    def sequence_length(self) -> int:
+        """Prompt, one answer digit and eos."""
+        return CODE_DIGITS + DISTRACTOR_DIGITS + 1 + 1 + 1
+
+    def skills(self, seed: int) -> pd.DataFrame:
+        """One row per skill: `code`, `level` (easy or hard), `answer`, `decoy`, `label_accuracy` (q_s)."""
+        rng = np.random.default_rng([SKILL_STREAM, seed])
+        total = self.easy_skills + self.hard_skills
+        codes = rng.choice(10**CODE_DIGITS, size=total, replace=False)
+        rows = []
+        for index, code in enumerate(codes):
+            if index < self.easy_skills:
+                low, high = self.easy_label_accuracy
+                accuracy = float(rng.uniform(low, high))
+                default = bool(rng.random() < self.default_share)
+                answer = DEFAULT_ANSWER if default else str(rng.choice(NON_DEFAULT_ANSWERS))
+                # Never `0`: rho alone sets how much of the Easy skills' learning lands on the default.
+                decoy = str(rng.choice([d for d in NON_DEFAULT_ANSWERS if d != answer]))
+                level = "easy"
+            else:
+                low, high = self.hard_label_accuracy
+                accuracy = float(np.exp(rng.uniform(np.log(low), np.log(high))))
+                answer = str(rng.choice(NON_DEFAULT_ANSWERS))
+                decoy = DEFAULT_ANSWER
+                level = "hard"
+            code_text = f"{code:0{CODE_DIGITS}d}"
+            rows.append(
+                {
+                    "code": code_text,
+                    "level": level,
+                    "answer": answer,
+                    "decoy": decoy,
+                    "label_accuracy": accuracy,
+                }
+            )
+        return pd.DataFrame(rows)
+
+    def pool(self, seed: int) -> pd.DataFrame:
+        """Every skill with `variants` distinct distractors, as the problem table; ids name the level and
+        the skill (`easy042-17`), so analyses can split a set by design level."""
+        skills = self.skills(seed)
+        rng = np.random.default_rng([SKILL_STREAM, seed, 1])
+        rows = []
+        for skill in skills.itertuples():
+            for distractor in sorted(rng.choice(10**DISTRACTOR_DIGITS, size=self.variants, replace=False)):
+                tail = f"{distractor:0{DISTRACTOR_DIGITS}d}"
+                problem_id = f"{skill.level}{skill.code}-{tail}"
+                rows.append({"id": problem_id, "prompt": f"{skill.code}{tail}=", "answer": skill.answer})
+        return pd.DataFrame(rows, columns=["id", "prompt", "answer"])
+
+    def pretraining_sampler(self, seed: int) -> Callable[[np.random.Generator], tuple[str, str]]:
+        """Draws (prompt, label): a uniform skill, fresh distractor digits, and the skill's answer with
+        probability q_s, else its decoy."""
+        skills = self.skills(seed)
+        codes = skills["code"].tolist()
+        answers = skills["answer"].tolist()
+        decoys = skills["decoy"].tolist()
+        accuracies = skills["label_accuracy"].tolist()
+
+        def draw(rng: np.random.Generator) -> tuple[str, str]:
+            skill = int(rng.integers(len(codes)))
+            distractor = int(rng.integers(10**DISTRACTOR_DIGITS))
+            label = answers[skill] if rng.random() < accuracies[skill] else decoys[skill]
+            return f"{codes[skill]}{distractor:0{DISTRACTOR_DIGITS}d}=", label
+
+        return draw
+
+
+def check_skill_lookup(task: SkillLookupTask) -> str | None:
+    """What makes the settings unusable, naming the key, or None."""
+    key = "problems.synthetic_skill_lookup"
+    if task.easy_skills + task.hard_skills == 0:
+        return f"{key}: easy_skills + hard_skills is 0; the pool would be empty"
+    if task.easy_skills + task.hard_skills > 10**CODE_DIGITS:
+        return f"{key}: easy_skills + hard_skills exceeds the {10**CODE_DIGITS} distinct {CODE_DIGITS}-digit codes"
+    if task.variants > 10**DISTRACTOR_DIGITS:
+        return f"{key}.variants={task.variants} exceeds the {10**DISTRACTOR_DIGITS} distinct distractors"
+    for name in ("easy_label_accuracy", "hard_label_accuracy"):
+        low, high = getattr(task, name)
+        if not 0 < low <= high <= 1:
+            return f"{key}.{name}=[{low}, {high}] must satisfy 0 < low <= high <= 1"
+    return None
