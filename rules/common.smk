@@ -2,7 +2,7 @@
 import re
 
 from isocompute import config as study_config
-from isocompute import ablations, data_ablations, inputs, studies, upgrades
+from isocompute import recipe_ablations, data_ablation_fits, inputs, studies, upgrades
 
 study_config.validate_config(
     config, workflow.source_path("../workflow/schemas/config.schema.yaml")
@@ -41,8 +41,8 @@ SWEPT_SETS = sorted(
 RUNS = {(point.problem_set, point.run): point for point in GRID}
 
 FIGURES = {name: kind for name, (kind, _) in studies.FIGURES.items()}
-DATA_FIGURES = data_ablations.DATA_FIGURES
-ABLATION_KINDS = ablations.KINDS
+DATA_FIGURES = data_ablation_fits.DATA_FIGURES
+ABLATION_KINDS = recipe_ablations.KINDS
 
 
 localrules:

@@ -11,7 +11,7 @@ import pytest
 from isocompute.cli import main
 from isocompute.fitting import reward_curve
 from isocompute.grid import learning_rate
-from isocompute.recommend import describe, power_of_two, recommend, recommend_or_reason
+from isocompute.recommend import describe_recommendation, power_of_two, recommend, recommend_or_reason
 
 CURVES = {8: (0.3, 0.55, 3.5, 1.5), 32: (0.3, 0.62, 4.5, 1.5), 128: (0.3, 0.70, 5.5, 1.5)}
 
@@ -106,7 +106,7 @@ def test_recommend_inside_and_beyond_the_measured_range(tmp_path: Path) -> None:
         assert result.returncode == 0 and "WARNING" in result.stdout and "B_problem = 32" in result.stdout
     else:
         assert result.returncode == 2 and "outside the measured range" in result.stderr
-    assert "checked:" in describe(inside)
+    assert "checked:" in describe_recommendation(inside)
 
 
 def test_power_of_two_rounds_in_log_space() -> None:
@@ -126,4 +126,4 @@ def test_no_frontier_gives_a_reason_not_a_crash() -> None:
     }  # fmt: skip
     advice = recommend_or_reason(fits, 1e4)
     assert "no curve could be fitted" in advice["error"]
-    assert "no recommendation" in describe(advice)
+    assert "no recommendation" in describe_recommendation(advice)

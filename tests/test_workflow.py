@@ -15,7 +15,7 @@ import pytest
 import yaml
 from transformers import AutoModelForCausalLM
 
-from isocompute.artifacts import describe
+from isocompute.artifacts import describe_artifact
 
 from conftest import REPO
 from test_problems import guru_rows
@@ -119,7 +119,7 @@ def test_every_stage_leaves_its_artifacts(study: Path) -> None:
     index = (results / "README.md").read_text()
     assert "fig05_frontier" in index and "problem_difficulty.parquet" in index
     produced = [p.relative_to(results).as_posix() for p in results.rglob("*") if p.is_file() and not p.name.startswith(".")]
-    assert [p for p in produced if describe(p) is None] == []
+    assert [p for p in produced if describe_artifact(p) is None] == []
 
     logs = {p.relative_to(study / "logs").parts[0].removesuffix(".log") for p in (study / "logs").rglob("*.log")}
     assert {"pretrain_base_model", "score_difficulty", "train_grpo", "evaluate_run", "fit_study", "plot_study_figure"} <= logs
@@ -235,7 +235,7 @@ def test_ablations_rerun_nothing_finished_enter_no_fit_and_draw_their_figures(st
     settings = json.loads((results / "train/easy/bp4_n4_seed0_lr-linear-3e-3-ref128/run_settings.json").read_text())
     assert settings["spec"]["lr_rule"] == "linear" and settings["point"]["lr_rule"] == "linear"
     produced = [p.relative_to(results).as_posix() for p in results.rglob("*") if p.is_file() and not p.name.startswith(".")]
-    assert [p for p in produced if describe(p) is None] == []
+    assert [p for p in produced if describe_artifact(p) is None] == []
 
 
 DATA = ".test/config_micro/data_ablations.yaml"
@@ -282,7 +282,7 @@ def test_data_ablation_sets_rerun_nothing_finished_and_draw_figures_14_15_20(stu
     trains = {i for path in results.glob("problem_sets/*/train.parquet") for i in pd.read_parquet(path)["id"]}
     assert not vals & trains
     produced = [p.relative_to(results).as_posix() for p in results.rglob("*") if p.is_file() and not p.name.startswith(".")]
-    assert [p for p in produced if describe(p) is None] == []
+    assert [p for p in produced if describe_artifact(p) is None] == []
 
 
 def test_data_ablation_overlay_plans_figures_14_15_20(tmp_path: Path) -> None:

@@ -67,7 +67,7 @@ CATALOGUE: list[tuple[str, str]] = [
 ]
 
 
-def describe(relative_path: str) -> str | None:
+def describe_artifact(relative_path: str) -> str | None:
     """The catalogue entry a path under results/ belongs to, or None for an unknown file."""
     for pattern, description in CATALOGUE:
         if fnmatch.fnmatch(relative_path, pattern):
@@ -90,4 +90,4 @@ def write_index(results_dir: str | Path, out_path: str | Path) -> list[str]:
         if "checkpoint-" not in pattern and "base_model/model" not in pattern:
             lines.extend(f"  - `{match}`" for match in matches[:40] if match != pattern)
     write_text("\n".join(lines) + "\n", out_path)
-    return [f for f in files if describe(f) is None]
+    return [f for f in files if describe_artifact(f) is None]

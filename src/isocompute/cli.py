@@ -7,7 +7,7 @@
 
 EVALS is a CSV or parquet with at least the columns `run`, `n`, `b_problem`, `step`, `compute_rollouts`,
 `compute_tokens` and the metric (`results/evaluation/evals.csv` is one). FITS.json has the schema of the
-pipeline's `results/fits/<set>/<study>/fits.json` (README, "Fits JSON").
+pipeline's `results/fits/<set>/<study>/fits.json` (docs/fits.md, "Fits JSON").
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from isocompute.analysis import FitOptions
 from isocompute.bootstrap import resample_evals
 from isocompute.files import write_json
 from isocompute.grid import LR_RULES
-from isocompute.recommend import describe, recommend
+from isocompute.recommend import describe_recommendation, recommend
 from isocompute.study_fits import fit_study
 
 REQUIRED = ["run", "n", "b_problem", "step", "compute_rollouts", "compute_tokens"]
@@ -298,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(path)
         else:
             advice = recommend(json.loads(Path(args.fits).read_text()), args.compute, args.metric)
-            print(json.dumps(advice, indent=2) if args.json else describe(advice))
+            print(json.dumps(advice, indent=2) if args.json else describe_recommendation(advice))
     except (InputError, ValueError, KeyError) as error:
         print(f"isocompute {args.command}: {error}", file=sys.stderr)
         return 2

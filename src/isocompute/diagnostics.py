@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import comb
 
-from isocompute.data_ablations import smoothed_reward
+from isocompute.data_ablation_fits import smoothed_reward
 
 KEYS = ["run", "b_problem", "n", "seed", "step", "compute_rollouts"]
 BASE_RUN = "base_model"

@@ -65,7 +65,7 @@ def in_bucket(table: pd.DataFrame, bucket: Bucket, pass_rates: Mapping[int, pd.D
         (avg_column,) = [c for c in table.columns if c.startswith("avg@")]
         return table[avg_column].between(bucket.low, bucket.high).to_numpy()
     if not pass_rates or bucket.pass_k not in pass_rates:
-        raise ValueError(f"{bucket.describe()} needs the staged pass@{bucket.pass_k} table")
+        raise ValueError(f"{bucket.condition()} needs the staged pass@{bucket.pass_k} table")
     rates = pass_rates[bucket.pass_k].set_index("id")[f"pass@{bucket.pass_k}"]
     return (rates.reindex(table["id"]).to_numpy() <= bucket.pass_max)
 
@@ -94,7 +94,7 @@ def build_problem_set(
             if len(free) < wanted:
                 where = "in the validation reserve" if part == "val" else "outside the validation reserve"
                 raise BucketTooSmallError(
-                    f"{spec.key or 'problem_sets.' + spec.name}: {bucket.describe()} holds {len(free)} problems "
+                    f"{spec.key or 'problem_sets.' + spec.name}: {bucket.condition()} holds {len(free)} problems "
                     f"{where}, fewer than the {wanted} its {part} set needs "
                     f"({part}_size {spec.train_size if part == 'train' else spec.val_size} x share {share:g}); "
                     f"widen the bucket, lower the size, change difficulty.validation_share or enlarge the pool"
@@ -107,7 +107,7 @@ def bucket_sizes(
     difficulty: pd.DataFrame, spec: ProblemSetSpec, pass_rates: Mapping[int, pd.DataFrame] | None = None
 ) -> dict[str, int]:
     """How many problems of the pool fall in each of the set's buckets."""
-    return {bucket.describe(): int(in_bucket(difficulty, bucket, pass_rates).sum()) for bucket, _ in spec.parts}
+    return {bucket.condition(): int(in_bucket(difficulty, bucket, pass_rates).sum()) for bucket, _ in spec.parts}
 
 
 # Rollouts per problem at each stage of staged pass@k sampling: doubling from the bucketing samples.

@@ -143,7 +143,7 @@ def recommend_or_reason(fits_file: Mapping[str, Any], compute: float, metric: st
         return {"compute": compute, "metric": metric or fits_file["headline"]["metric"], "error": str(error)}
 
 
-def describe(advice: Mapping[str, Any]) -> str:
+def describe_recommendation(advice: Mapping[str, Any]) -> str:
     """A recommendation as a few plain lines."""
     if "error" in advice:
         return f"Budget C = {advice['compute']:.6g} rollouts: no recommendation ({advice['error']})"

@@ -51,7 +51,8 @@ def holder(run_dir: str | Path) -> dict[str, Any] | None:
         return None
 
 
-def describe(info: dict[str, Any] | None) -> str:
+def describe_holder(info: dict[str, Any] | None) -> str:
+    """Who holds a run's lock, for the message that refuses a second trainer."""
     if not info:
         return "holder unknown"
     job = f", SLURM job {info['slurm_job_id']}" if info.get("slurm_job_id") else ""
@@ -97,7 +98,7 @@ class TrainerLock:
             kill = f" (`kill {info['pid']}` on {info['host']})" if info else ""
             raise TrainerAlive(
                 f"{self.run_dir} is still being written by a live trainer of an earlier attempt "
-                f"({describe(info)}): let it finish or end it{kill}, then run again"
+                f"({describe_holder(info)}): let it finish or end it{kill}, then run again"
             ) from None
         except OSError as error:
             LOG.warning(

@@ -49,7 +49,8 @@ class Bucket:
     pass_k: int | None = None
     pass_max: float = 0.0
 
-    def describe(self, avg_column: str = "avg@16") -> str:
+    def condition(self, avg_column: str = "avg@16") -> str:
+        """The bucket's membership rule as a reader would write it, for messages and tables."""
         if self.pass_k is not None:
             return f"pass@{self.pass_k} <= {self.pass_max}"
         return f"{avg_column} in [{self.low}, {self.high}]"

@@ -6,7 +6,7 @@
 3. `joint` (Figs. 10, 11): all three free; curves keyed by (B_problem, n).
 Runs are keyed by their hyperparameters, not by the question, so a run serving two studies trains once.
 Each question is asked of the runs on their problem set's own recipe and the default learning rate
-only: the recipe ablations (`isocompute.ablations`) share the grid but enter none of these fits.
+only: the recipe ablations (`isocompute.recipe_ablations`) share the grid but enter none of these fits.
 """
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ FIGURES: dict[str, tuple[str, str]] = {
     "fig12_train_pass_rates": ("fixed_b_problem", "paper Fig. 12: training pass-rate distribution over training"),
     "fig23_token_compute": ("fixed_b_problem", "paper Fig. 23: n*(C) with compute in rollouts and in tokens"),
     "fig_extrapolation": ("study", "does the law predict? refitted without the top compute, against what it left out"),
-    # One per ablation study ("ablation": every one; otherwise of that kind, `isocompute.ablations.KINDS`).
+    # One per ablation study ("ablation": every one; otherwise of that kind, `isocompute.recipe_ablations.KINDS`).
     "fig03_training_health": ("ablation", "paper Fig. 3: training reward, entropy, KL, length, zero-std share per run"),
     "fig04_learning_rate": ("learning_rate", "paper Fig. 4: the lr_base anchor sweep, reward per learning-rate rule"),
     "fig22_decoupled_baseline": ("decoupled_baseline", "paper Fig. 22: n, a larger n and the decoupled baseline"),
 }
-# The data ablations' figures (`isocompute.data_ablations`): Fig. 14 per size sweep, Fig. 15 over the mixtures, Fig. 20 per pass@k set.
+# The data ablations' figures (`isocompute.data_ablation_fits`): Fig. 14 per size sweep, Fig. 15 over the mixtures, Fig. 20 per pass@k set.
 DATA_FIGURES = {
     "fig14_train_vs_val": "paper Fig. 14: training reward and training pass rate beside validation, n* vs set size",
     "fig15_mixtures": "paper Fig. 15: frontier and n*(C) of each Easy/Hard mixture beside the pure sets",

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from isocompute.data_ablations import fit_train_metrics, train_evals
+from isocompute.data_ablation_fits import fit_train_metrics, train_evals
 from isocompute.files import write_json
 from isocompute.workflow import start_job
 

@@ -1,6 +1,6 @@
 """Draw one figure of a recipe ablation study (rule plot_ablation_figure)."""
 
-from isocompute.ablation_figures import render
+from isocompute.recipe_ablation_figures import render
 from isocompute.config import figure_style
 from isocompute.workflow import start_job
 

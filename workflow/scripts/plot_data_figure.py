@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 
 from isocompute.config import figure_style
-from isocompute.data_figures import plot_extremely_hard, plot_mixtures, plot_train_vs_val
+from isocompute.data_ablation_figures import plot_extremely_hard, plot_mixtures, plot_train_vs_val
 from isocompute.workflow import start_job
 
 start_job(snakemake.log[0])

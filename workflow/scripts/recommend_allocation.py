@@ -4,13 +4,13 @@ import json
 from pathlib import Path
 
 from isocompute.files import write_json, write_text
-from isocompute.recommend import describe, recommend_or_reason
+from isocompute.recommend import describe_recommendation, recommend_or_reason
 from isocompute.workflow import start_job
 
 start_job(snakemake.log[0])
 fits = json.loads(Path(snakemake.input.fits).read_text())
 advice = [recommend_or_reason(fits, float(c), snakemake.params.metric) for c in snakemake.params.compute]
 source = f"{fits['study']['problem_set']} / {fits['study']['name']}"
-text = [f"# Recommended allocations ({source} fits)", ""] + [f"```\n{describe(a)}\n```\n" for a in advice]
+text = [f"# Recommended allocations ({source} fits)", ""] + [f"```\n{describe_recommendation(a)}\n```\n" for a in advice]
 write_text("\n".join(text), snakemake.output.advice)
 write_json(advice, snakemake.output.table)

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.data_ablations import fit_train_metrics, nstar_by_size, smoothed_reward, train_evals
-from isocompute.data_figures import plot_extremely_hard, plot_mixtures, plot_train_vs_val
+from isocompute.data_ablation_fits import fit_train_metrics, nstar_by_size, smoothed_reward, train_evals
+from isocompute.data_ablation_figures import plot_extremely_hard, plot_mixtures, plot_train_vs_val
 from isocompute.specs import FigureStyle
 from isocompute.studies import Study
 

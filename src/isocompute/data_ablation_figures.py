@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from isocompute.data_ablations import TRAIN_METRICS, nstar_by_size
+from isocompute.data_ablation_fits import TRAIN_METRICS, nstar_by_size
 from isocompute.figures import _save, frontier_panel, log_compute_axis, optimum_panel
 from isocompute.specs import FigureStyle
 
