@@ -1,6 +1,7 @@
-"""tests/gpu/check.sh, the prepared script of the checks that need CUDA (no GPU here: see README): it
-passes shellcheck, says plainly that it checked nothing without a GPU, and its GRPO and sampler checks
-run on the CPU when allowed to, so the script itself is known to work up to the device."""
+"""tests/gpu/check.sh, the prepared script of the checks that need CUDA (no GPU here: see
+docs/running-at-scale.md): it passes shellcheck, says plainly that it checked nothing without a GPU, and
+its GRPO and sampler checks run on the CPU when allowed to, so the script itself is known to work up to
+the device."""
 
 import shutil
 import subprocess
