@@ -211,7 +211,7 @@ def replay(
             }
             for n in arms
         ],
-        "audit": _audit_outcome(audit, kept, checkpoints),
+        "audit": _audit_outcome(audit, kept),
         "rounds": rounds,
         "fits": kept,
     }
@@ -272,7 +272,7 @@ def _audit(
     return audit, result
 
 
-def _audit_outcome(audit: dict[str, Any] | None, kept: Mapping[str, Any], checkpoints: Mapping[int, Any]) -> dict[str, Any] | None:
+def _audit_outcome(audit: dict[str, Any] | None, kept: Mapping[str, Any]) -> dict[str, Any] | None:
     """The audit with what the kept data say: where the audited arm was the frontier's beyond its stop."""
     if audit is None:
         return None
