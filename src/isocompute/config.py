@@ -19,9 +19,9 @@ import jsonschema
 import yaml
 
 from isocompute import upgrades
-from isocompute.ablations import Ablation, configured_ablations
 from isocompute.cluster_rules import CLUSTER_RULES, cluster_rule
 from isocompute.grid import GridError, GridPoint, LearningRate, batch_split, expand_grid
+from isocompute.recipe_ablations import Ablation, configured_ablations
 from isocompute.rungs import SweepError, SweepSettings, rung_caps
 from isocompute.skill_lookup import SkillLookupTask, check_skill_lookup
 from isocompute.specs import (
