@@ -214,16 +214,20 @@ def test_simulation_is_deterministic_and_independent_of_the_batch_and_workers(tm
     simulate(one, log=lambda _: None)
     two = tiny_preset(tmp_path / "b")
     simulate(two, workers=2, log=lambda _: None)
-    alone = tiny_preset(tmp_path / "c")
-    alone["grid"]["seeds"] = [1]
-    simulate(alone, log=lambda _: None)
     run = "evaluation/shared/bp16_n2_seed1"
-    for name in ("evals.parquet", "val_counts.parquet", "on_train/evals.parquet", "train_pass_rates.parquet"):
-        first = pd.read_parquet(Path(one["results_root"]) / run / name)
-        pd.testing.assert_frame_equal(first, pd.read_parquet(Path(two["results_root"]) / run / name))
-        pd.testing.assert_frame_equal(first, pd.read_parquet(Path(alone["results_root"]) / run / name))
+    names = ("evals.parquet", "val_counts.parquet", "on_train/evals.parquet", "train_pass_rates.parquet")
+    first = {name: pd.read_parquet(Path(one["results_root"]) / run / name) for name in names}
+    for name in names:
+        pd.testing.assert_frame_equal(first[name], pd.read_parquet(Path(two["results_root"]) / run / name))
     seeds = [pd.read_parquet(Path(one["results_root"]) / f"evaluation/shared/bp16_n2_seed{s}/on_train/evals.parquet") for s in (0, 1)]
     assert not np.allclose(seeds[0]["avg@4"], seeds[1]["avg@4"])  # the seed changes the run
+    # seed 1 alone, in the same root: the same numbers, and the gathered table holds only this grid's runs
+    alone = tiny_preset(tmp_path / "a")
+    alone["grid"]["seeds"] = [1]
+    simulate(alone, log=lambda _: None)
+    for name in names:
+        pd.testing.assert_frame_equal(first[name], pd.read_parquet(Path(one["results_root"]) / run / name))
+    assert set(pd.read_csv(Path(one["results_root"]) / "evaluation/shared/evals.csv")["seed"]) == {1}
 
 
 def test_tables_have_the_pipeline_columns_and_say_simulated_policy(tmp_path: Path) -> None:

@@ -238,8 +238,9 @@ def simulate(config: Mapping[str, Any], workers: int = 1, log: Callable[[str], N
             futures = {pool.submit(train_group, config, b, n): f"bp{b}_n{n}" for b, n in groups}
             for future, name in futures.items():
                 timings[name] = future.result()
+    runs = [run_name(b, n, seed) for b, n in groups for seed in config["grid"]["seeds"]]
     for level in config["interference"]:
-        _gather(root / "evaluation" / level)
+        _gather(root / "evaluation" / level, runs)
     return timings
 
 
@@ -337,14 +338,15 @@ def _write_run(folder: Path, level: str, b_problem: int, n: int, seed: int, reco
     write_table(pd.concat(tables["zero"], ignore_index=True), out / "zero_pass.parquet")
 
 
-def _gather(folder: Path) -> None:
-    """A level's runs in one table per evaluation set: the input of `isocompute fit` (and its counts)."""
+def _gather(folder: Path, runs: list[str]) -> None:
+    """A level's runs (those of the preset's grid, not a folder left by an earlier grid) in one table per
+    evaluation set: the input of `isocompute fit` (and its counts)."""
     for prefix, sub in (("", ""), (f"{ON_TRAIN}_", f"{ON_TRAIN}/")):
-        evals = pd.concat([pd.read_parquet(p) for p in sorted(folder.glob(f"*/{sub}evals.parquet"))], ignore_index=True)
+        evals = pd.concat([pd.read_parquet(folder / run / sub / "evals.parquet") for run in runs], ignore_index=True)
         _write_csv(evals, folder / f"{prefix}evals.csv")
-        counts = pd.concat([pd.read_parquet(p) for p in sorted(folder.glob(f"*/{sub}val_counts.parquet"))], ignore_index=True)
+        counts = pd.concat([pd.read_parquet(folder / run / sub / "val_counts.parquet") for run in runs], ignore_index=True)
         write_table(counts, folder / f"{prefix}val_counts.parquet")
-    zero = pd.concat([pd.read_parquet(p) for p in sorted(folder.glob("*/zero_pass.parquet"))], ignore_index=True)
+    zero = pd.concat([pd.read_parquet(folder / run / "zero_pass.parquet") for run in runs], ignore_index=True)
     _write_csv(zero, folder / "zero_pass.csv")
 
 
