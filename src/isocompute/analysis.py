@@ -19,12 +19,11 @@ from isocompute.fitting import (
     FitFailure,
     OptimumFit,
     RewardFit,
-    fit_law,
     fit_reward,
     record_breaking,
 )
 from isocompute.frontier import Curve, frontier
-from isocompute.ties import Ties, residual_ties
+from isocompute.ties import Ties, law_of_resolved, residual_ties
 
 
 @dataclass(frozen=True)
@@ -86,14 +85,12 @@ def fit_curves(
     ties = {column: residual_ties(curves, optimum["compute"].to_numpy(), by, column) for column in by}
     for column in by:
         earlier = start.laws.get(column) if start else None
-        keep = ties[column].resolved
-        values = optimum[column].to_numpy()[keep]
-        laws[column] = fit_law(
-            optimum["compute"].to_numpy()[keep],
-            values,
+        laws[column] = law_of_resolved(
+            optimum["compute"].to_numpy(),
+            optimum[column].to_numpy(),
             column,
+            ties[column],
             earlier if isinstance(earlier, OptimumFit) else None,
-            ties_between=ties[column].inside(values),
         )
     return StudyFit(curves, envelope, optimum, laws, ties)
 

@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 
 from isocompute.analysis import FitOptions, StudyFit, fit_curves, json_records
-from isocompute.fitting import FitFailure, OptimumFit, fit_law, fit_to_json
+from isocompute.fitting import FitFailure, OptimumFit, fit_to_json
 from isocompute.frontier import distinct_computes
-from isocompute.ties import Ties
+from isocompute.ties import Ties, law_of_resolved
 
 
 def holdout_check(
@@ -79,6 +79,4 @@ def _truncated_law(truncated: StudyFit, full: StudyFit, column: str, ties: Ties)
     compute = truncated.optimum["compute"].to_numpy()
     nearest = np.abs(full_logs[None, :] - np.log10(compute)[:, None]).argmin(axis=1)
     values = truncated.optimum[column].to_numpy()
-    kept = ties.at(nearest).without_lone_extremes(values)
-    resolved = values[kept.resolved]
-    return fit_law(compute[kept.resolved], resolved, column, ties_between=kept.inside(resolved))
+    return law_of_resolved(compute, values, column, ties.at(nearest).without_lone_extremes(values))

@@ -20,12 +20,10 @@ import pandas as pd
 from isocompute.analysis import FitOptions, StudyFit, curve_points, fit_curves, json_records
 from isocompute.bootstrap import Replica, resample_evals
 from isocompute.fitting import (
-    LAW_MIN_POINTS,
     FitFailure,
     OptimumFit,
     RewardFit,
     direction,
-    fit_law,
     fit_optimum,
     fit_to_json,
     levels,
@@ -37,7 +35,7 @@ from isocompute.frontier import Curve, distinct_computes
 from isocompute.holdout import holdout_check
 from isocompute.metrics import metric_names
 from isocompute.studies import Study
-from isocompute.ties import RESOLVED_SHARE, Ties, bootstrap_ties, reversal_share
+from isocompute.ties import RESOLVED_SHARE, Ties, bootstrap_ties, law_of_resolved, reversal_share
 
 # Points of the dense grid on which a replica's law is compared with the point estimate's.
 LAW_COMPARISON_POINTS = 50
@@ -176,14 +174,7 @@ def _refit_law(
         if share is not None and share < RESOLVED_SHARE:
             noise.append(i)
             through.append({"from": values[i - 1], "to": values[i], "compute": float(at[i]), "replicas": share})
-    law = fit_law(at, np.array(values), column, noise_reversals=noise, ties_between=ties.inside(np.array(values)))
-    thin = isinstance(law, FitFailure) and law.kind in ("no_points", "too_few_points", "constant")
-    if thin and keep.sum() < LAW_MIN_POINTS and ties.tie.any():
-        law = FitFailure(
-            "unresolved",
-            f"only {int(keep.sum())} of {len(keep)} compute points are resolved (the others are ties: their "
-            f"leaders cannot be told apart by the {ties.rule}); a law of {optimum_name(column)} needs {LAW_MIN_POINTS}",
-        )
+    law = law_of_resolved(point.optimum["compute"].to_numpy(), point.optimum[column].to_numpy(), column, ties, None, noise)
     point.laws[column] = law
     if not isinstance(law, OptimumFit) or not fitted:
         return through

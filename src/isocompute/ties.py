@@ -19,13 +19,13 @@ resolved points (each leader beats the other's value there). A fall inside the n
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import norm
 
-from isocompute.fitting import RewardFit
+from isocompute.fitting import LAW_MIN_POINTS, FitFailure, OptimumFit, RewardFit, fit_law, optimum_name
 from isocompute.frontier import Curve
 
 # A compute point's optimum is resolved where at least this share of the bootstrap replicas choose it.
@@ -158,3 +158,27 @@ def reversal_share(chosen: np.ndarray | None, before: int, after: int, sign: int
     if not len(pair):
         return 0.0
     return float(np.mean(np.sign(pair[:, 1] - pair[:, 0]) == -sign))
+
+
+def law_of_resolved(
+    compute: np.ndarray,
+    values: np.ndarray,
+    column: str,
+    ties: Ties,
+    start: OptimumFit | None = None,
+    noise_reversals: Collection[int] = (),
+) -> OptimumFit | FitFailure:
+    """The law of x* fitted to the resolved points only (`noise_reversals` index those), or why not; where too
+    few points are resolved to say anything, the refusal says that the others are ties rather than naming
+    a level that one or two points happen to hold."""
+    keep = ties.resolved
+    resolved = np.asarray(values)[keep]
+    law = fit_law(np.asarray(compute)[keep], resolved, column, start, noise_reversals, ties.inside(resolved))
+    thin = isinstance(law, FitFailure) and law.kind in ("no_points", "too_few_points", "constant")
+    if thin and keep.sum() < LAW_MIN_POINTS and ties.tie.any():
+        return FitFailure(
+            "unresolved",
+            f"only {int(keep.sum())} of {len(keep)} compute points are resolved (the others are ties: their "
+            f"leaders cannot be told apart by the {ties.rule}); a law of {optimum_name(column)} needs {LAW_MIN_POINTS}",
+        )
+    return law
