@@ -16,7 +16,7 @@ import pandas as pd
 from known_truth import SCENARIOS, K, Scenario, draw, recovery
 
 from isocompute.adaptive import SweepSettings, replay
-from isocompute.analysis import FitOptions
+from isocompute.fitted_study import FitOptions
 from isocompute.bootstrap import resample_evals
 from isocompute.frontier import SAME_COMPUTE_DECADES
 from isocompute.metrics import summarize_counts

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, logit
 
-from isocompute.analysis import FitOptions
+from isocompute.fitted_study import FitOptions
 from isocompute.bootstrap import resample_evals
 from isocompute.fitting import optimum_curve, reward_curve
 from isocompute.grid import checkpoint_steps

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.analysis import FitOptions
+from isocompute.fitted_study import FitOptions
 from isocompute.bootstrap import resample_evals
 from isocompute.fitting import reward_curve
 from isocompute.metrics import summarize_counts

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from isocompute.analysis import FitOptions
+from isocompute.fitted_study import FitOptions
 from isocompute.fitting import FitFailure, OptimumFit, fit_law
 from isocompute.study_fits import fit_study
 from isocompute.ties import bootstrap_ties, reversal_share

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis import FitOptions
+from isocompute.fitted_study import FitOptions
 from isocompute.bootstrap import resample_evals
 from isocompute.fitting import RewardFit, reward_fit_from_json
 from isocompute.rungs import CAP_SLACK, SweepError, SweepSettings, rung_caps, rung_step

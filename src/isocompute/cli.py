@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from isocompute.analysis import FitOptions
+from isocompute.fitted_study import FitOptions
 from isocompute.bootstrap import resample_evals
 from isocompute.files import write_json
 from isocompute.grid import LR_RULES

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis import FitOptions
+from isocompute.fitted_study import FitOptions
 from isocompute.study_fits import fit_study
 from isocompute.studies import DATA_FIGURES, Study  # noqa: F401 - DATA_FIGURES: the figures this module feeds
 

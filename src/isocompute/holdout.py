@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis import FitOptions, StudyFit, fit_curves, json_records
+from isocompute.fitted_study import FitOptions, StudyFit, fit_curves, json_records
 from isocompute.fitting import FitFailure, OptimumFit, fit_to_json
 from isocompute.frontier import distinct_computes
 from isocompute.ties import Ties, law_of_resolved

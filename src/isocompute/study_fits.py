@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from isocompute.analysis import FitOptions, StudyFit, curve_points, fit_curves, json_records
+from isocompute.fitted_study import FitOptions, StudyFit, curve_points, fit_curves, json_records
 from isocompute.bootstrap import Replica, resample_evals
 from isocompute.fitting import (
     FitFailure,
