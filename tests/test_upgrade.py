@@ -3,7 +3,6 @@ a run's math reruns exactly that run and what depends on it (docs/upgrading.md).
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -14,7 +13,7 @@ import pytest
 from isocompute import upgrades
 
 from conftest import REPO
-from test_workflow import MICRO, scratch_workflow
+from test_workflow import MICRO, scratch_workflow, snakemake
 
 # An added field whose default (TRL's own max_grad_norm) computes what the study computed before it.
 ADDED_FIELD = "max_grad_norm"
@@ -46,18 +45,9 @@ def test_fields_a_study_started_with_keep_their_params_form() -> None:
     assert repr(upgrades.without_added(params)) == repr(params)
 
 
-def snakemake_in(
-    workdir: Path, *args: str, configfiles: tuple[str, ...] = (MICRO,)
-) -> subprocess.CompletedProcess[str]:
+def snakemake_in(workdir: Path, *args: str, configfiles: tuple[str, ...] = (MICRO,)) -> subprocess.CompletedProcess[str]:
     """Snakemake in the scratch copy, on the copy's own package (its upgraded library modules)."""
-    return subprocess.run(
-        ["snakemake", "--cores", "2", *args, "--configfile", *configfiles],
-        cwd=workdir,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, "PYTHONPATH": str(workdir / "src")},
-    )
+    return snakemake(workdir, *args, configfiles=configfiles, package=workdir / "src")
 
 
 def planned(result: subprocess.CompletedProcess[str]) -> dict[str, str]:

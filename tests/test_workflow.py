@@ -24,15 +24,18 @@ MICRO = ".test/config_micro/config.yaml"
 WORKFLOW_PARTS = ["Snakefile", "rules", "workflow", "config", "envs", ".test", "profiles"]
 
 
-def snakemake(workdir: Path, *args: str, configfiles: tuple[str, ...] = (MICRO,)) -> subprocess.CompletedProcess[str]:
+def snakemake(
+    workdir: Path, *args: str, configfiles: tuple[str, ...] = (MICRO,), package: Path = REPO / "src"
+) -> subprocess.CompletedProcess[str]:
+    """Snakemake in a scratch copy, on `package` (this checkout's, whatever an installed editable one
+    points at; the upgrade test passes the copy's own)."""
     return subprocess.run(
         ["snakemake", "--cores", "2", *args, "--configfile", *configfiles],
         cwd=workdir,
         capture_output=True,
         text=True,
         timeout=900,
-        # This checkout's package, whatever an installed (editable) one points at.
-        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        env={**os.environ, "PYTHONPATH": str(package)},
     )
 
 

@@ -51,38 +51,43 @@ class TransformersSampler:
 
     def sample(self, prompts: Sequence[str], k: int) -> list[list[Completion]]:
         torch.manual_seed(self.generator_seed)
-        eos = self.tokenizer.eos_token_id
-        pad = self.tokenizer.pad_token_id
         results: list[list[Completion]] = []
         per_batch = max(1, self.batch_size // k)
         for start in range(0, len(prompts), per_batch):
-            chunk = [
-                model_input(self.tokenizer, p, self.sampling.chat_template)
-                for p in prompts[start : start + per_batch]
-            ]
-            encoded = self.tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
-            encoded = encoded.to(self.device)
-            with torch.no_grad():
-                output = self.model.generate(
-                    **encoded,
-                    do_sample=True,
-                    temperature=self.sampling.temperature,
-                    top_p=self.sampling.top_p,
-                    top_k=0,
-                    max_new_tokens=self.sampling.max_new_tokens,
-                    num_return_sequences=k,
-                    pad_token_id=pad,
-                    eos_token_id=eos,
-                )
-            generated = output[:, encoded["input_ids"].shape[1] :]
+            chunk = prompts[start : start + per_batch]
+            generated, lengths = generate_token_ids(self.model, self.tokenizer, self.sampling, chunk, k)
             texts = self.tokenizer.batch_decode(generated, skip_special_tokens=True)
-            lengths = _completion_lengths(generated, eos, pad)
             for row in range(len(chunk)):
                 results.append([Completion(texts[row * k + j], lengths[row * k + j]) for j in range(k)])
         return results
 
     def close(self) -> None:
         """Nothing held beyond what garbage collection frees."""
+
+
+def generate_token_ids(
+    model: Any, tokenizer: Any, sampling: SamplingSpec, prompts: Sequence[str], k: int
+) -> tuple[torch.Tensor, list[int]]:
+    """k sampled continuations of each prompt, one batched left-padded `generate` on the model's device: the
+    generated token ids (prompt i's j-th in row i * k + j) and each one's length up to its first eos. The
+    one way this project samples with transformers (evaluation, bucketing, the interference probe)."""
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    texts = [model_input(tokenizer, p, sampling.chat_template) for p in prompts]
+    encoded = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+    with torch.no_grad():
+        output = model.generate(
+            **encoded,
+            do_sample=True,
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
+            top_k=0,
+            max_new_tokens=sampling.max_new_tokens,
+            num_return_sequences=k,
+            pad_token_id=pad,
+            eos_token_id=eos,
+        )
+    generated = output[:, encoded["input_ids"].shape[1] :]
+    return generated, _completion_lengths(generated, eos, pad)
 
 
 def _completion_lengths(generated: torch.Tensor, eos: int, pad: int) -> list[int]:

@@ -38,7 +38,7 @@ from trl.trainer.utils import nanstd
 
 from isocompute.answers import is_correct
 from isocompute.files import write_json
-from isocompute.generation import _completion_lengths
+from isocompute.generation import generate_token_ids
 from isocompute.problems import write_table
 from isocompute.prompts import model_input
 from isocompute.specs import SamplingSpec
@@ -160,29 +160,13 @@ class Policy:
         """n completions per problem as evaluation samples them (left-padded `generate`), with their token
         ids kept: the policy gradient needs the tokens, not the decoded text."""
         torch.manual_seed(seed)
-        eos, pad = self.tokenizer.eos_token_id, self.tokenizer.pad_token_id
         groups = []
         per_batch = max(1, batch_size // n)
         table = list(zip(problems["prompt"], problems["answer"]))
         for start in range(0, len(table), per_batch):
             chunk = table[start : start + per_batch]
             prompts = [self.prompt_ids(p) for p, _ in chunk]
-            texts = [model_input(self.tokenizer, p, self.sampling.chat_template) for p, _ in chunk]
-            encoded = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-            with torch.no_grad():
-                output = self.model.generate(
-                    **encoded,
-                    do_sample=True,
-                    temperature=self.sampling.temperature,
-                    top_p=self.sampling.top_p,
-                    top_k=0,
-                    max_new_tokens=self.sampling.max_new_tokens,
-                    num_return_sequences=n,
-                    pad_token_id=pad,
-                    eos_token_id=eos,
-                )
-            generated = output[:, encoded["input_ids"].shape[1] :]
-            lengths = _completion_lengths(generated, eos, pad)
+            generated, lengths = generate_token_ids(self.model, self.tokenizer, self.sampling, [p for p, _ in chunk], n)
             for row, (prompt_ids, (_, answer)) in enumerate(zip(prompts, chunk)):
                 completions = [generated[row * n + j, : lengths[row * n + j]].tolist() for j in range(n)]
                 texts_j = self.tokenizer.batch_decode(completions, skip_special_tokens=True)
