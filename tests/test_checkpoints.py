@@ -31,6 +31,15 @@ def trained(
     return run_dir, table
 
 
+@pytest.fixture
+def run_copy(trained: tuple[Path, pd.DataFrame], tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Path:
+    """A copy of the finished run for one test to resume, raise, cut or change, with its log captured."""
+    run_dir = tmp_path / "run_copy"
+    shutil.copytree(trained[0], run_dir)
+    caplog.set_level("INFO")
+    return run_dir
+
+
 def _truncate(path: Path) -> None:
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])
@@ -102,12 +111,11 @@ def _superseded(run_dir: Path) -> list[Path]:
 
 
 def test_raising_compute_max_extends_the_run_as_an_uninterrupted_run_would(
-    trained: tuple[Path, pd.DataFrame], tiny_model: str, pool: pd.DataFrame, tmp_path: Path
+    run_copy: Path, tiny_model: str, pool: pd.DataFrame, tmp_path: Path
 ) -> None:
     # Compute points 24, 48, 96 (steps 3, 6, 12) keep their places when 192 (step 24) is added.
     higher = dataclasses.replace(SPEC, compute_max=192, checkpoint_points=4)
-    run_dir = tmp_path / "raised"
-    shutil.copytree(trained[0], run_dir)
+    run_dir = run_copy
     resumed = RunSpec(tiny_model, POINT, higher, Recipe(0.0, 0.0), str(run_dir))
     assert resume_point(resumed, pool) == str(run_dir / "checkpoint-12")
     extended, manifest = train_run(resumed, pool)
@@ -121,14 +129,12 @@ def test_raising_compute_max_extends_the_run_as_an_uninterrupted_run_would(
 
 def test_lowering_compute_max_cuts_the_run_at_a_checkpoint_and_sets_the_later_ones_aside(
     trained: tuple[Path, pd.DataFrame],
+    run_copy: Path,
     tiny_model: str,
     pool: pd.DataFrame,
-    tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    run_dir = tmp_path / "lowered"
-    shutil.copytree(trained[0], run_dir)
-    caplog.set_level("INFO")
+    run_dir = run_copy
     lower = dataclasses.replace(SPEC, compute_max=48, checkpoint_points=2)
     table, manifest = train_run(RunSpec(tiny_model, POINT, lower, Recipe(0.0, 0.0), str(run_dir)), pool)
     # No step is trained again: the table is the first 6 steps of the longer run, from its checkpoint-6.
@@ -144,15 +150,9 @@ def test_lowering_compute_max_cuts_the_run_at_a_checkpoint_and_sets_the_later_on
 
 
 def test_a_changed_computation_sets_the_checkpoints_aside_and_names_every_differing_key(
-    trained: tuple[Path, pd.DataFrame],
-    tiny_model: str,
-    pool: pd.DataFrame,
-    tmp_path: Path,
-    caplog: pytest.LogCaptureFixture,
+    run_copy: Path, tiny_model: str, pool: pd.DataFrame, caplog: pytest.LogCaptureFixture
 ) -> None:
-    run_dir = tmp_path / "changed"
-    shutil.copytree(trained[0], run_dir)
-    caplog.set_level("INFO")
+    run_dir = run_copy
     changed = RunSpec(
         tiny_model, POINT, dataclasses.replace(SPEC, lr_base=2e-4), Recipe(0.01, 0.0), str(run_dir)
     )
@@ -168,14 +168,9 @@ def test_a_changed_computation_sets_the_checkpoints_aside_and_names_every_differ
 
 
 def test_a_settings_file_from_before_an_added_field_counts_as_unchanged(
-    trained: tuple[Path, pd.DataFrame],
-    tiny_model: str,
-    pool: pd.DataFrame,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    run_copy: Path, tiny_model: str, pool: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    run_dir = tmp_path / "older"
-    shutil.copytree(trained[0], run_dir)
+    run_dir = run_copy
     run = RunSpec(tiny_model, POINT, SPEC, Recipe(0.0, 0.0), str(run_dir))
     # As if `sampling.chat_template` had come with an upgrade: the older run's settings file lacks it.
     saved = json.loads((run_dir / RUN_SETTINGS).read_text())
