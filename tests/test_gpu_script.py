@@ -27,8 +27,10 @@ def test_the_script_is_clean_shell() -> None:
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message where there is no GPU")
 def test_without_a_gpu_it_says_it_checked_nothing(tmp_path: Path) -> None:
-    result = subprocess.run(["bash", str(SCRIPT), str(tmp_path)], capture_output=True, text=True, timeout=300)
+    workdir = tmp_path / "not_yet"  # the script makes the WORKDIR it is given (its first GPU run failed on this)
+    result = subprocess.run(["bash", str(SCRIPT), str(workdir)], capture_output=True, text=True, timeout=300)
     assert result.returncode == 77
+    assert workdir.is_dir()
     assert "SKIP all: no CUDA device visible" in result.stdout and "nothing checked" in result.stdout
 
 

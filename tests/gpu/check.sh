@@ -8,6 +8,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 workdir="${1:-$(mktemp -d -t isocompute-gpu-XXXXXX)}"
+mkdir -p "$workdir" || exit 1
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 if ! python -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"; then
     echo "SKIP all: no CUDA device visible (torch $(python -c 'import torch; print(torch.__version__)')); nothing checked"
