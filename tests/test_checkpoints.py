@@ -127,6 +127,23 @@ def test_raising_compute_max_extends_the_run_as_an_uninterrupted_run_would(
     assert _steps(run_dir) == [3, 6, 12, 24] and not _superseded(run_dir)
 
 
+def test_a_run_stopped_at_a_rung_then_extended_equals_the_uninterrupted_run(
+    trained: tuple[Path, pd.DataFrame], tiny_model: str, pool: pd.DataFrame, tmp_path: Path
+) -> None:
+    """An adaptive sweep's arm: stopped at step 6 (a rung's cap), then run on to its end."""
+    run = RunSpec(tiny_model, POINT, SPEC, Recipe(0.0, 0.0), str(tmp_path / "arm"), until_step=6)
+    rung, rung_manifest = train_run(run, pool)
+    assert rung["step"].tolist() == list(range(1, 7)) and [m["step"] for m in rung_manifest] == [3, 6]
+    assert _steps(tmp_path / "arm") == [3, 6]
+    extended, manifest = train_run(dataclasses.replace(run, until_step=None), pool)
+    pd.testing.assert_frame_equal(extended, trained[1])
+    assert [m["step"] for m in manifest] == [3, 6, 12] and not _superseded(tmp_path / "arm")
+    # Asking a finished run for an earlier rung trains nothing and sets nothing aside.
+    again, again_manifest = train_run(run, pool)
+    pd.testing.assert_frame_equal(again, rung)
+    assert again_manifest == rung_manifest and _steps(tmp_path / "arm") == [3, 6, 12]
+
+
 def test_lowering_compute_max_cuts_the_run_at_a_checkpoint_and_sets_the_later_ones_aside(
     trained: tuple[Path, pd.DataFrame],
     run_copy: Path,

@@ -89,6 +89,9 @@ class RunSpec:
     run_dir: str
     checker: str = "exact"
     launch: LaunchSpec = SINGLE_PROCESS
+    # Where a rung of an adaptive sweep stops the run (a checkpoint step; None: the run's end). Not part of
+    # what the run computes: the next rung goes on from this checkpoint as an uninterrupted run would.
+    until_step: int | None = None
 
 
 def grpo_args(
@@ -98,6 +101,7 @@ def grpo_args(
     output_dir: str | Path,
     launch: LaunchSpec = SINGLE_PROCESS,
     ports: tuple[int, int] = TRL_VLLM_PORTS,
+    until_step: int | None = None,
 ) -> GRPOConfig:
     """TRL's configuration for one grid point, on-policy with one optimizer step per B rollouts.
 
@@ -115,7 +119,8 @@ def grpo_args(
         gradient_accumulation_steps=split.accumulation,
         steps_per_generation=split.accumulation,
         num_iterations=1,
-        max_steps=total_steps(point.batch, spec.compute_max),
+        # A rung's stop only ends the run early: warm-up then a constant rate, so no step depends on it.
+        max_steps=until_step or total_steps(point.batch, spec.compute_max),
         learning_rate=learning_rate(point.update_batch, spec.lr_base, spec.lr_batch_ref, spec.lr_rule),
         lr_scheduler_type="constant_with_warmup",
         warmup_steps=spec.warmup_steps,
@@ -430,14 +435,17 @@ def run_training(
     """
     point, spec = run.point, run.spec
     save_steps = checkpoint_steps(point.batch, spec.compute_min, spec.compute_max, spec.checkpoint_points)
-    args = grpo_args(point, spec, run.recipe, run.run_dir, run.launch, ports)
+    args = grpo_args(point, spec, run.recipe, run.run_dir, run.launch, ports, run.until_step)
     if resume is not None and step_of(resume) >= args.max_steps:
-        # The run ends at its checkpoint (a lowered compute_max, or a job stopped between its last save and
-        # its outputs): nothing is left to train, and TRL's trainer would take one step beyond the end.
+        # The run ends at its checkpoint (a lowered compute_max, a rung the run has already passed, or a job
+        # stopped between its last save and its outputs): nothing is left to train, and TRL's trainer
+        # would take one step beyond the end.
         history = json.loads((Path(resume) / "trainer_state.json").read_text())["log_history"]
     else:
         history = _train(run, train_problems, resume, args, save_steps, deadline)
+    save_steps = [step for step in save_steps if step <= args.max_steps]
     table = training_table(history, point.batch)
+    table = table[table["step"] <= args.max_steps].reset_index(drop=True)
     by_step = table.set_index("step")
     manifest = [
         {
