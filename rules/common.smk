@@ -1,8 +1,18 @@
 # Config validation, wildcard constraints and every input function of the workflow.
+import dataclasses
+import json
 import re
+from pathlib import Path
 
 from isocompute import config as study_config
-from isocompute import recipe_ablations, data_ablation_fits, inputs, studies, upgrades
+from isocompute import (
+    recipe_ablations,
+    data_ablation_fits,
+    inputs,
+    rungs,
+    studies,
+    upgrades,
+)
 
 study_config.validate_config(
     config, workflow.source_path("../workflow/schemas/config.schema.yaml")
@@ -39,6 +49,23 @@ SWEPT_SETS = sorted(
 )
 # Every run by problem set and name: rules take one {run} wildcard and look its grid point up here.
 RUNS = {(point.problem_set, point.run): point for point in GRID}
+# The adaptive sweep (None: the full grid), its compute caps, and its studies with their runs (the arms
+# by n): a swept run trains rung by rung (rules/sweep.smk), every other run in one job (rules/train.smk).
+SWEEP = study_config.sweep_settings(config, STUDIES, GRID)
+SWEEP_CAPS = (
+    rungs.rung_caps(
+        config["training"]["compute_min"],
+        config["training"]["compute_max"],
+        SWEEP.rung_factor,
+    )
+    if SWEEP
+    else []
+)
+SWEPT_STUDIES = {
+    (s.problem_set, s.name): s for s in STUDIES if SWEEP and s.kind == "fixed_b_problem"
+}
+SWEPT_RUNS = {p.run for s in SWEPT_STUDIES.values() for p in s.runs(GRID)}
+FULL_RUNS = {p.run for p in GRID} - SWEPT_RUNS
 
 FIGURES = {name: kind for name, (kind, _) in studies.FIGURES.items()}
 DATA_FIGURES = data_ablation_fits.DATA_FIGURES
@@ -46,6 +73,9 @@ ABLATION_KINDS = recipe_ablations.KINDS
 
 
 localrules:
+    decide_sweep_round,
+    finish_sweep_run,
+    summarize_sweep,
     gather_difficulty,
     build_problem_sets,
     gather_evaluations,
@@ -71,6 +101,8 @@ wildcard_constraints:
     k=r"\d+",
     run=one_of(point.run for point in GRID),
     shard=r"\d+",
+    rung=r"\d+",
+    round=r"\d+",
     study=r"bp\d+|batch\d+|joint",
     ablation=one_of(name for _, name in ABLATIONS),
     figure="|".join(FIGURES),
@@ -422,9 +454,177 @@ def interference_probe_paths():
 PROBE = f"(?:{one_of(PROBLEM_SETS)})(?:\\+(?:{one_of(PROBLEM_SETS)}))*"
 
 
+def rung_steps_of(point):
+    """The step a swept run reaches at each rung, on the full run's checkpoint grid."""
+    training = config["training"]
+    return rungs.arm_rung_steps(
+        point.batch,
+        training["compute_min"],
+        training["compute_max"],
+        training["checkpoint_points"],
+        SWEEP.rung_factor,
+    )
+
+
+def swept_study_of(point):
+    """The adapted fixed-B_problem study a swept run is an arm of."""
+    return SWEPT_STUDIES[(point.problem_set, f"bp{point.b_problem}")]
+
+
+def sweep_round(problem_set, study, round):
+    """A round's record; reading it waits for that round's decision (a checkpoint)."""
+    done = checkpoints.decide_sweep_round.get(
+        problem_set=problem_set, study=study, round=round
+    )
+    return json.loads(Path(done.output.round).read_text())
+
+
+def rung_files(point, reached, name, stage="evaluation"):
+    """One file of each rung at which a swept run trained something new, up to rung `reached`."""
+    return [
+        results(f"{stage}/{point.problem_set}/{point.run}/rung{rung}/{name}")
+        for rung in rungs.trained_rungs(rung_steps_of(point), reached)
+    ]
+
+
+def get_sweep_round_inputs(wildcards):
+    """Round r reads every arm's evaluations up to the rung it reached (the previous round says which arms
+    trained rung r) and the base model's."""
+    study = SWEPT_STUDIES[(wildcards.problem_set, wildcards.study)]
+    index = int(wildcards.round)
+    previous = (
+        sweep_round(wildcards.problem_set, wildcards.study, index - 1)
+        if index
+        else None
+    )
+    runs = study.runs(GRID)
+    reached = rungs.reached_rungs(sorted({p.n for p in runs}), previous, index)
+    return {
+        "evals": [
+            f for p in runs for f in rung_files(p, reached[p.n], "evals.parquet")
+        ],
+        "val_counts": [
+            f for p in runs for f in rung_files(p, reached[p.n], "val_counts.parquet")
+        ],
+        "base": results(f"evaluation/{wildcards.problem_set}/base_model.parquet"),
+        "base_counts": results(
+            f"evaluation/{wildcards.problem_set}/base_counts.parquet"
+        ),
+        "previous": (
+            [
+                results(
+                    f"sweep/{wildcards.problem_set}/{wildcards.study}/round{index - 1}.json"
+                )
+            ]
+            if index
+            else []
+        ),
+    }
+
+
+def sweep_round_arms(wildcards):
+    """Each arm's step at every rung, for the round's decision."""
+    study = SWEPT_STUDIES[(wildcards.problem_set, wildcards.study)]
+    return {p.n: rung_steps_of(p) for p in study.runs(GRID)}
+
+
+def get_rung_training_inputs(wildcards):
+    """A rung trains after the round that kept its arm running, from the arm's previous rung."""
+    point = point_of(wildcards)
+    rung = int(wildcards.rung)
+    earlier = rungs.trained_rungs(rung_steps_of(point), rung)[:-1]
+    study = swept_study_of(point)
+    return {
+        "train": results(f"problem_sets/{point.problem_set}/train.parquet"),
+        "model": get_base_model_input(),
+        "decision": (
+            [results(f"sweep/{point.problem_set}/{study.name}/round{rung - 1}.json")]
+            if rung
+            else []
+        ),
+        "previous": [
+            results(f"train/{point.problem_set}/{point.run}/rung{r}/checkpoints.json")
+            for r in earlier[-1:]
+        ],
+    }
+
+
+def rung_until_step(wildcards):
+    return rung_steps_of(point_of(wildcards))[int(wildcards.rung)]
+
+
+def rung_after_step(wildcards):
+    """The step of the arm's previous trained rung: its checkpoints are evaluated already."""
+    point = point_of(wildcards)
+    steps = rung_steps_of(point)
+    earlier = rungs.trained_rungs(steps, int(wildcards.rung))[:-1]
+    return steps[earlier[-1]] if earlier else 0
+
+
+def finished_rungs(wildcards):
+    """The rungs a swept run trained, once the last round has decided."""
+    point = point_of(wildcards)
+    study = swept_study_of(point)
+    last = sweep_round(point.problem_set, study.name, len(SWEEP_CAPS) - 2)["arms"]
+    state = last[str(point.n)]
+    reached = len(SWEEP_CAPS) - 1 if state["active"] else state["rung"]
+    return rungs.trained_rungs(rung_steps_of(point), reached)
+
+
+def get_finished_run_inputs(wildcards):
+    point = point_of(wildcards)
+    trained = finished_rungs(wildcards)
+    where = f"{point.problem_set}/{point.run}"
+    return {
+        "log_table": results(f"train/{where}/rung{trained[-1]}/train_log.parquet"),
+        "checkpoints": results(f"train/{where}/rung{trained[-1]}/checkpoints.json"),
+        **{
+            name: [
+                results(f"evaluation/{where}/rung{r}/{name}.parquet") for r in trained
+            ]
+            for name in ("evals", "val_counts", "train_pass_rates")
+        },
+    }
+
+
+def get_sweep_summary_inputs(wildcards):
+    return {
+        "rounds": [
+            results(f"sweep/{wildcards.problem_set}/{wildcards.study}/round{r}.json")
+            for r in range(len(SWEEP_CAPS) - 1)
+        ],
+        "fits": results(f"fits/{wildcards.problem_set}/{wildcards.study}/fits.json"),
+    }
+
+
+def sweep_summary_arms(wildcards):
+    """Per arm (n): its runs (seeds), batch and step at every rung, for what the sweep spent."""
+    runs = SWEPT_STUDIES[(wildcards.problem_set, wildcards.study)].runs(GRID)
+    return {
+        n: {
+            "runs": len(arm),
+            "batch": arm[0].batch,
+            "rung_steps": rung_steps_of(arm[0]),
+        }
+        for n, arm in (
+            (n, [p for p in runs if p.n == n]) for n in sorted({p.n for p in runs})
+        )
+    }
+
+
+def sweep_paths():
+    """Each adapted study's summary and its frontier with the stops marked."""
+    return [
+        results(f"sweep/{problem_set}/{study}/{name}")
+        for problem_set, study in SWEPT_STUDIES
+        for name in ("summary.json", "frontier_stops.png")
+    ]
+
+
 def get_study_outputs():
     """The study's answers: every figure, the recommendations and the table of all evaluations."""
     return [
+        *sweep_paths(),
         *(path for figure in FIGURES for path in figure_paths(figure)),
         *diagnostics_paths(),
         *data_figure_paths(),

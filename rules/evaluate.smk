@@ -59,6 +59,8 @@ rule evaluate_run:
         logs("evaluate_run/{problem_set}/{run}.log"),
     benchmark:
         benchmarks("evaluate_run/{problem_set}/{run}.tsv")
+    wildcard_constraints:
+        run=one_of(FULL_RUNS),
     conda:
         "../envs/isocompute.yaml"
     threads: 1

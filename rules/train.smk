@@ -12,6 +12,8 @@ rule train_grpo:
         logs("train_grpo/{problem_set}/{run}.log"),
     benchmark:
         benchmarks("train_grpo/{problem_set}/{run}.tsv")
+    wildcard_constraints:
+        run=one_of(FULL_RUNS),
     conda:
         "../envs/isocompute.yaml"
     threads: 1

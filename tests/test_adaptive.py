@@ -14,12 +14,12 @@ from adaptive_truth import agreement, options
 from conftest import REPO
 from known_truth import SCENARIOS, K, draw, recovery
 
-from isocompute.adaptive import REWARD_MAX, ceiling_bound, decide, replay
+from isocompute.adaptive import REWARD_MAX, ceiling_bound, decide, replay, round_state
 from isocompute.bootstrap import resample_evals
 from isocompute.cli import main
 from isocompute.config import ConfigError, check_config, validate_config
 from isocompute.metrics import summarize_counts
-from isocompute.rungs import SweepError, SweepSettings, rung_caps
+from isocompute.rungs import SweepError, SweepSettings, reached_rungs, rung_caps, trained_rungs
 from isocompute.study_fits import fit_study
 
 BOOTSTRAP = 10
@@ -144,6 +144,7 @@ DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 def adaptive(**changes: object) -> dict:
     config = copy.deepcopy(DEFAULT)
     config["sweep"] = {"mode": "adaptive", "rung_factor": 4, "min_steps": 10, "audit_rungs": 1}
+    config["studies"] = {"fixed_b_problem": [16], "fixed_batch": [], "joint": False}
     for path, value in changes.items():
         section, key = path.split("__")
         config[section][key] = value
@@ -173,6 +174,18 @@ def test_an_adaptive_study_of_two_arms_is_refused() -> None:
         check_config(config)
 
 
+@pytest.mark.parametrize(("studies", "message"), [
+    ({"fixed_batch": [128]}, r"the fixed_batch study batch128 on easy shares runs .* \(studies.fixed_batch\)"),
+    ({"joint": True}, r"the joint study joint on easy shares runs .* \(studies.joint\)"),
+])  # fmt: skip
+def test_a_study_over_the_swept_arms_is_refused(studies: dict, message: str) -> None:
+    """Its frontier would be fitted on curves cut where the sweep stopped them."""
+    config = adaptive()
+    config["studies"].update(studies)
+    with pytest.raises(ConfigError, match=message):
+        check_config(config)
+
+
 def test_the_schema_refuses_an_unknown_sweep_key() -> None:
     config = adaptive()
     config["sweep"]["rungs"] = 3
@@ -196,3 +209,19 @@ def test_cli_replay_writes_the_replay_and_refuses_a_table_without_counts_columns
     counts.drop(columns=["n_correct"]).to_parquet(tmp_path / "bad.parquet")
     code = main(["replay", str(tmp_path / "evals.csv"), "--counts", str(tmp_path / "bad.parquet"), "--out", str(out)])
     assert code == 2 and "bad.parquet: missing column(s) ['n_correct']" in capsys.readouterr().err
+
+
+def test_a_round_carries_each_arms_state_into_the_next() -> None:
+    """The workflow's rounds: an arm stopped at round 0 stays at its rung; the others reach the next rung."""
+    rung_steps = {2: [4, 16, 64], 4: [2, 8, 32], 8: [1, 4, 16], 16: [0, 2, 8]}
+    reached = reached_rungs(sorted(rung_steps), None, 0)
+    assert reached == {2: 0, 4: 0, 8: 0, 16: 0}
+    record = {"decisions": [{"n": 2, "action": "stop"}, *({"n": n, "action": "extend"} for n in (4, 8, 16))]}
+    first = round_state(record, reached, rung_steps)
+    assert first["arms"]["2"] == {"rung": 0, "steps": 4, "active": False}
+    assert first["arms"]["16"] == {"rung": 0, "steps": 0, "active": True}
+    reached = reached_rungs(sorted(rung_steps), first, 1)
+    assert reached == {2: 0, 4: 1, 8: 1, 16: 1}
+    second = round_state({"decisions": [{"n": n, "action": "extend"} for n in (4, 8, 16)]}, reached, rung_steps)
+    assert second["arms"]["2"]["active"] is False and second["arms"]["8"] == {"rung": 1, "steps": 4, "active": True}
+    assert trained_rungs(rung_steps[16], 2) == [1, 2] and trained_rungs([2, 2, 5], 2) == [0, 2]

@@ -241,6 +241,42 @@ def test_ablations_rerun_nothing_finished_enter_no_fit_and_draw_their_figures(st
     assert [p for p in produced if describe_artifact(p) is None] == []
 
 
+ADAPTIVE = ".test/config_micro/adaptive.yaml"
+
+
+def test_an_adaptive_sweep_decides_its_round_and_its_runs_equal_the_full_grids(study: Path, tmp_path: Path) -> None:
+    """The micro study's fixed-B_problem study as an adaptive sweep (n = 2, 4, 8; rungs C = 16 and 64): one
+    decision per round, each rung evaluating only its new checkpoints, and runs that end equal to the
+    full grid's (the finished micro study's) wherever the sweep ran them to the end."""
+    workdir = scratch_workflow(tmp_path)
+    configs = (MICRO, ADAPTIVE)
+    result = snakemake(workdir, configfiles=configs)
+    assert result.returncode == 0, result.stderr[-4000:]
+    results = workdir / "results"
+    round0 = json.loads((results / "sweep/easy/bp4/round0.json").read_text())
+    assert {d["n"] for d in round0["decisions"]} == {2, 4, 8} and round0["cap"] == 16
+    assert round0["arms"]["8"] == {"rung": 0, "steps": 0, "active": True}  # n = 8's first step costs 32
+    summary = json.loads((results / "sweep/easy/bp4/summary.json").read_text())
+    assert summary["rungs"] == [16.0, 64.0] and summary["rollouts_full_grid"] == 3 * 64
+    for arm in summary["arms"]:
+        reached = "stopped" not in arm
+        assert (arm["compute_reached"] == arm["compute_full"]) == reached, arm
+    assert summary["rollouts_spent"] == sum(arm["compute_reached"] for arm in summary["arms"])
+    assert (results / "sweep/easy/bp4/frontier_stops.png").stat().st_size > 10_000
+    assert (results / "fits/easy/bp4/fits.json").exists() and (results / "figures/easy/bp4/fig06_nstar.png").exists()
+    rung0 = pd.read_parquet(results / "evaluation/easy/bp4_n2_seed0/rung0/evals.parquet")
+    rung1 = pd.read_parquet(results / "evaluation/easy/bp4_n2_seed0/rung1/evals.parquet")
+    assert rung0["step"].tolist() == [2] and rung1["step"].tolist() == [3, 5, 8]
+    for arm in (a for a in summary["arms"] if a["n"] in (2, 4) and "stopped" not in a):
+        run = f"bp4_n{arm['n']}_seed0"
+        for table in (f"evaluation/easy/{run}/evals.parquet", f"evaluation/easy/{run}/val_counts.parquet",
+                      f"train/easy/{run}/train_log.parquet"):  # fmt: skip
+            pd.testing.assert_frame_equal(
+                pd.read_parquet(results / table), pd.read_parquet(study / "results" / table), obj=table
+            )
+    assert "Nothing to be done" in snakemake(workdir, "-n", configfiles=configs).stdout
+
+
 DATA = ".test/config_micro/data_ablations.yaml"
 
 

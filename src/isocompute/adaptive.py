@@ -38,7 +38,7 @@ import pandas as pd
 from isocompute.fitted_study import FitOptions
 from isocompute.bootstrap import resample_evals
 from isocompute.fitting import RewardFit, reward_fit_from_json
-from isocompute.rungs import CAP_SLACK, SweepError, SweepSettings, rung_caps, rung_step
+from isocompute.rungs import CAP_SLACK, SweepError, SweepSettings, reached_rungs, rung_caps, rung_step
 from isocompute.study_fits import RESOLVED_SHARE, fit_study
 
 # The metric's largest value (avg@k, best@k and worst@k are shares): the only bound on an unsaturated curve.
@@ -178,20 +178,12 @@ def replay(
         if last:
             break
         fit = _fit_seen(evals, counts, steps, options, k, bootstrap, seed, base_counts, 0.0, frontier_points)
-        decisions = decide(fit, steps, active, settings)
-        audit, decisions = _audit(audit, decisions, index, cap, settings)
-        for decision in decisions:
-            if decision.action == "stop":
-                active.remove(decision.n)
-                stopped[decision.n] = {"round": index, "cap": cap, "reason": decision.reason}
-        law = fit["optimum"]["n"]
-        top = fit["optimum_at_max_compute"]
-        rounds.append({
-            "round": index, "cap": cap, "n_top": None if top is None else top["n"],
-            "frontier_top": fit["frontier"][-1] if fit["frontier"] else None,
-            "law": {"ok": law["ok"], "kind": law.get("kind")},
-            "decisions": [asdict(d) for d in decisions],
-        })  # fmt: skip
+        record, audit = decide_round(fit, steps, active, settings, audit, index, cap)
+        for decision in record["decisions"]:
+            if decision["action"] == "stop":
+                active.remove(decision["n"])
+                stopped[decision["n"]] = {"round": index, "cap": cap, "reason": decision["reason"]}
+        rounds.append(record)
     kept = _fit_seen(evals, counts, steps, options, k, bootstrap, seed, base_counts, holdout_decades, frontier_points)
     spent = _rollouts(evals, steps)
     full = _rollouts(evals, {n: max(s for s, _ in checkpoints[n]) for n in arms})
@@ -215,6 +207,62 @@ def replay(
         "rounds": rounds,
         "fits": kept,
     }
+
+
+def decide_round(
+    fit: Mapping[str, Any],
+    steps: Mapping[int, int],
+    active: Sequence[int],
+    settings: SweepSettings,
+    audit: dict[str, Any] | None,
+    index: int,
+    cap: float,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """One round after rung `index` (its compute cap `cap`): every active arm decided on `fit` (the study
+    fit of what the arms had measured, with a bootstrap), the audit carried on. Returns the round's record
+    (its cap, n* at the top of the reached range, the law's verdict, every decision with its numbers) and
+    the audit to carry into the next round; the replay and the workflow's rounds both decide through it."""
+    decisions = decide(fit, steps, active, settings)
+    audit, decisions = _audit(audit, decisions, index, cap, settings)
+    law = fit["optimum"]["n"]
+    top = fit["optimum_at_max_compute"]
+    record = {
+        "round": index, "cap": cap, "n_top": None if top is None else top["n"],
+        "frontier_top": fit["frontier"][-1] if fit["frontier"] else None,
+        "law": {"ok": law["ok"], "kind": law.get("kind")},
+        "decisions": [asdict(d) for d in decisions],
+    }  # fmt: skip
+    return record, audit
+
+
+def fit_round(
+    evals: pd.DataFrame,
+    counts: pd.DataFrame,
+    base: Mapping[str, float],
+    fits: Mapping[str, Any],
+    k: int,
+    seed: int,
+    base_counts: pd.DataFrame | None = None,
+) -> dict[str, Any]:
+    """The fit a workflow round decides on: the headline metric (`fits.metric`) of a fixed-B_problem
+    study's evaluations so far, in rollouts, with `fits.bootstrap` replicas of its per-problem counts and
+    the study's own fit options (`fits:`), so a round sees what the study's final fit would see."""
+    options = FitOptions(
+        metric=fits["metric"],
+        compute="compute_rollouts",
+        by=("n",),
+        base_reward=float(base[fits["metric"]]) if fits["anchor_r0"] else None,
+        points=fits["points"],
+        record_bin=fits["record_bin"],
+        extrapolate=fits["extrapolate"],
+    )
+    kept = evals[evals["compute_rollouts"] >= fits["min_compute"]]
+    kept_counts = counts[counts["compute_rollouts"] >= fits["min_compute"]]
+    replicas = resample_evals(kept_counts, k, fits["bootstrap"], seed, ("n",), base_counts)
+    return fit_study(
+        kept, options, min_compute=fits["min_compute"], frontier_points=fits["frontier_points"], replicas=replicas,
+        holdout_decades=0.0,
+    )  # fmt: skip
 
 
 def _fit_seen(
@@ -291,3 +339,75 @@ def _rollouts(evals: pd.DataFrame, steps: Mapping[int, int]) -> float:
     reached = evals[evals["step"] <= evals["n"].map(steps)]
     return float(reached.groupby(["n", "seed"] if "seed" in reached else ["n"])["compute_rollouts"].max().sum())
 
+
+
+def round_state(
+    record: Mapping[str, Any], reached: Mapping[int, int], rung_steps: Mapping[int, Sequence[int]]
+) -> dict[str, Any]:
+    """A workflow round's record with each arm's state after it (`arms`: the rung and steps it reached and
+    whether it runs on), the form the next round and the sweep's summary read (`rungs.reached_rungs`)."""
+    stops = {d["n"] for d in record["decisions"] if d["action"] == "stop"}
+    active = {d["n"] for d in record["decisions"]} - stops
+    return {
+        **record,
+        "arms": {
+            str(n): {"rung": rung, "steps": rung_steps[n][rung], "active": n in active} for n, rung in reached.items()
+        },
+    }
+
+
+def sweep_summary(
+    rounds: Sequence[Mapping[str, Any]],
+    audit: Mapping[str, Any] | None,
+    settings: SweepSettings,
+    caps: Sequence[float],
+    arms: Mapping[int, Mapping[str, Any]],
+) -> dict[str, Any]:
+    """What an adaptive sweep spent and why each arm stopped where it did: `rollouts_spent` against
+    `rollouts_full_grid` (training rollouts of every run, each to the step its arm reached, against each
+    to its last step), per arm its runs, steps and compute reached and full, and the round that stopped it
+    with the reason (from the rounds' records), in replay's schema."""
+    stopped = {
+        d["n"]: {"round": r["round"], "cap": r["cap"], "reason": d["reason"]}
+        for r in rounds
+        for d in r["decisions"]
+        if d["action"] == "stop"
+    }
+    spent = sum(arm["compute_reached"] * arm["runs"] for arm in arms.values())
+    full = sum(arm["compute_full"] * arm["runs"] for arm in arms.values())
+    return {
+        "settings": asdict(settings),
+        "rungs": list(caps),
+        "rollouts_spent": spent,
+        "rollouts_full_grid": full,
+        "share_of_full_grid": spent / full,
+        "arms": [{"n": n, **arm, **({"stopped": stopped[n]} if n in stopped else {})} for n, arm in sorted(arms.items())],
+        "audit": audit,
+        "rounds": list(rounds),
+    }
+
+
+def workflow_round(
+    evals: pd.DataFrame,
+    counts: pd.DataFrame,
+    base: Mapping[str, float],
+    base_counts: pd.DataFrame | None,
+    fits: Mapping[str, Any],
+    k: int,
+    seed: int,
+    settings: SweepSettings,
+    caps: Sequence[float],
+    rung_steps: Mapping[int, Sequence[int]],
+    previous: Mapping[str, Any] | None,
+    rung: int,
+) -> dict[str, Any]:
+    """The workflow's round after rung `rung`: the arms' evaluations so far (`evals`, `counts`: every arm up
+    to the rung it reached) fitted as the study's final fit would be, each arm the previous round kept
+    active decided, the audit carried on; the record with each arm's state after it (`round_state`)."""
+    arms = sorted(rung_steps)
+    reached = reached_rungs(arms, previous, rung)
+    steps = {n: rung_steps[n][reached[n]] for n in arms}
+    active = [n for n in arms if previous is None or previous["arms"][str(n)]["active"]]
+    fit = fit_round(evals, counts, base, fits, k, seed, base_counts)
+    record, audit = decide_round(fit, steps, active, settings, previous["audit"] if previous else None, rung, caps[rung])
+    return round_state({**record, "audit": audit}, reached, rung_steps)

@@ -40,6 +40,9 @@ CLUSTER_RULES: dict[str, ClusterRule] = {
     "evaluate_run": ClusterRule("evaluate_run", per_point=True, samples=True),
     # A run's checkpoints on another validation set: the same work as evaluate_run, so the same resources.
     "evaluate_run_on": ClusterRule("evaluate_run", per_point=True, samples=True),
+    # An adaptive sweep's rung of a run, and its new checkpoints' evaluation: the same work, rung by rung.
+    "train_grpo_rung": ClusterRule("train_grpo", per_point=True),
+    "evaluate_run_rung": ClusterRule("evaluate_run", per_point=True, samples=True),
 }
 
 

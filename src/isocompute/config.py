@@ -593,6 +593,23 @@ def sweep_settings(config: Config, studies: list[Study], points: list[GridPoint]
                 f"sweep.mode=adaptive: studies.fixed_b_problem {study.name} on {study.problem_set} has {len(arms)} "
                 f"arm(s) (n = {arms}); it needs at least three (the frontier's arm and its two neighbours continue)"
             )
+    swept = {(p.problem_set, p.run) for study in adapted for p in study.runs(points)}
+    for study in studies:
+        if study.kind != "fixed_b_problem" and any((p.problem_set, p.run) in swept for p in study.runs(points)):
+            key = "studies.joint" if study.kind == "joint" else f"studies.{study.kind}"
+            raise ConfigError(
+                f"sweep.mode=adaptive: the {study.kind} study {study.name} on {study.problem_set} shares runs with an "
+                f"adapted fixed-B_problem study, whose arms end where the sweep stops them: its frontier would be "
+                f"fitted on cut curves. Leave it out ({key}) or run it in a full sweep"
+            )
+    both = {p.run for p in points if (p.problem_set, p.run) in swept} & {
+        p.run for p in points if (p.problem_set, p.run) not in swept
+    }
+    if both:
+        raise ConfigError(
+            f"sweep.mode=adaptive: runs {sorted(both)} are arms of an adapted study on one problem set and full runs "
+            f"on another; give every set of the grid the same studies.fixed_b_problem"
+        )
     training = config["training"]
     try:
         caps = rung_caps(training["compute_min"], training["compute_max"], settings.rung_factor)

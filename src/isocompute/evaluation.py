@@ -23,6 +23,12 @@ def summary_row(counts: pd.DataFrame, k: int) -> dict[str, float]:
     }
 
 
+def new_checkpoints(manifest: list[dict[str, object]], after_step: int) -> list[dict[str, object]]:
+    """The checkpoints of a run's manifest past `after_step`: a rung of an adaptive sweep scores only what
+    it added, so its evaluations and the earlier rungs' together are the run's, each checkpoint once."""
+    return [checkpoint for checkpoint in manifest if int(checkpoint["step"]) > after_step]
+
+
 def evaluate_checkpoints(
     make_sampler: Callable[[str], Sampler],
     manifest: list[dict[str, object]],

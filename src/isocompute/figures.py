@@ -128,6 +128,29 @@ def plot_frontier(fit: Mapping[str, Any], base_reward: float | None, title: str,
     _save(fig, paths, style.dpi)
 
 
+def plot_sweep_frontier(fit: Mapping[str, Any], summary: Mapping[str, Any], base_reward: float | None, title: str,
+                        style: FigureStyle, paths: Sequence[str]) -> None:  # fmt: skip
+    """An adaptive sweep's frontier (the study's fit of the data it kept, as in Fig. 5) with each arm's
+    stop marked where it stopped: the compute it reached, at its last measured reward."""
+    fig, (ax,) = _figure(style)
+    frontier_panel(ax, fit, base_reward, style)
+    measured = pd.DataFrame(fit["measured"])
+    keys = sorted(_key_tuple(c["key"], fit["by"]) for c in fit["curves"])
+    colours = dict(zip(keys, sns.color_palette(style.palette, len(keys))))
+    for arm in summary["arms"]:
+        if "stopped" not in arm or (arm["n"],) not in colours:
+            continue
+        points = measured[measured["n"] == arm["n"]].sort_values(fit["compute"])
+        last = points.iloc[-1]
+        ax.scatter([last[fit["compute"]]], [last[fit["metric"]]], marker="X", s=120, color=colours[(arm["n"],)],
+                   edgecolor="black", zorder=5)  # fmt: skip
+    ax.scatter([], [], marker="X", s=80, color="grey", edgecolor="black", label="arm stopped by the sweep")
+    share = summary["share_of_full_grid"]
+    ax.set_title(f"{title}\nadaptive sweep: {share:.0%} of the full grid's rollouts")
+    ax.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    _save(fig, paths, style.dpi)
+
+
 def frontier_panel(ax: plt.Axes, fit: Mapping[str, Any], base_reward: float | None, style: FigureStyle,
                    what: str = "validation") -> None:  # fmt: skip
     """One fit's measured points, per-curve sigmoids and frontier on `ax` (the body of Figs. 5 and 10)."""

@@ -6,10 +6,12 @@ which need only the caps and steps, do not import the fits.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from isocompute.frontier import SAME_COMPUTE_DECADES
+from isocompute.grid import checkpoint_steps
 
 # A rung reaches a checkpoint this close above its cap: steps are rounded, so a target lands a little over.
 CAP_SLACK = 10**SAME_COMPUTE_DECADES
@@ -50,3 +52,26 @@ def rung_step(checkpoints: Sequence[tuple[int, float]], cap: float, last: bool) 
     if last:
         return max(step for step, _ in checkpoints)
     return max((step for step, compute in checkpoints if compute <= cap * CAP_SLACK), default=0)
+
+
+def arm_rung_steps(batch: int, compute_min: float, compute_max: float, points: int, factor: float) -> list[int]:
+    """The step a run of batch B reaches at each rung, on its own checkpoint grid (the full run's, so a
+    rung only ends it early): non-decreasing, 0 where its first checkpoint lies beyond the rung's cap."""
+    checkpoints = [(step, step * batch) for step in checkpoint_steps(batch, int(compute_min), int(compute_max), points)]
+    caps = rung_caps(compute_min, compute_max, factor)
+    return [rung_step(checkpoints, cap, index == len(caps) - 1) for index, cap in enumerate(caps)]
+
+
+def trained_rungs(steps: Sequence[int], reached: int) -> list[int]:
+    """The rungs, up to the rung `reached`, at which an arm trains something new (its step rises): a rung
+    whose cap adds no checkpoint of the arm has no job."""
+    return [rung for rung in range(reached + 1) if steps[rung] > (steps[rung - 1] if rung else 0)]
+
+
+def reached_rungs(arms: Sequence[int], previous: Mapping[str, Any] | None, rung: int) -> dict[int, int]:
+    """The rung each arm has trained to once rung `rung` is done: every arm at rung 0; later, the arms the
+    previous round (its record, `None` before round 0) kept active at `rung`, the others where they stopped."""
+    if previous is None:
+        return dict.fromkeys(arms, 0)
+    state = previous["arms"]
+    return {n: rung if state[str(n)]["active"] else state[str(n)]["rung"] for n in arms}

@@ -1,4 +1,5 @@
-"""Score every checkpoint of one run (rule evaluate_run)."""
+"""Score every checkpoint of one run (rule evaluate_run), or those a rung of an adaptive sweep added
+(rule evaluate_run_rung: the checkpoints after the arm's previous rung)."""
 
 import json
 import logging
@@ -7,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from isocompute.config import sampling_spec
-from isocompute.evaluation import evaluate_checkpoints
+from isocompute.evaluation import evaluate_checkpoints, new_checkpoints
 from isocompute.generation import make_sampler
 from isocompute.problems import write_table
 from isocompute.workflow import start_job
@@ -21,8 +22,8 @@ evals, val_counts, train_rates = evaluate_checkpoints(
     lambda path: make_sampler(
         generation, path, sampling_spec(snakemake.params.sampling), snakemake.params.seed
     ),
-    json.loads(Path(snakemake.input.checkpoints).read_text()),
-    str(Path(snakemake.input.checkpoints).parent),
+    new_checkpoints(json.loads(Path(snakemake.input.checkpoints).read_text()), snakemake.params.get("after_step", 0)),
+    snakemake.params.get("run_dir") or str(Path(snakemake.input.checkpoints).parent),
     snakemake.params.point,
     pd.read_parquet(snakemake.input.val),
     train_sample,

@@ -1,4 +1,5 @@
-"""Train one grid point with TRL's GRPOTrainer, under `accelerate launch` where it spans GPUs (rule train_grpo).
+"""Train one grid point with TRL's GRPOTrainer, under `accelerate launch` where it spans GPUs (rules train_grpo
+and, an adaptive sweep's rung of it, train_grpo_rung: the same run folder, stopped at the rung's step).
 
 A job that stops before its SLURM time limit, or that finds a trainer of an earlier attempt still alive,
 says so in its log and exits non-zero: Snakemake's retry resubmits it, and it resumes.
@@ -27,6 +28,7 @@ run = RunSpec(
     run_dir=snakemake.params.run_dir,
     checker=snakemake.params.checker,
     launch=launch_spec(snakemake.config["training"]),  # not a param: a new layout reruns nothing
+    until_step=snakemake.params.get("until_step"),
 )
 job = TrainingJob(run, snakemake.input.train, snakemake.output.log_table, snakemake.output.checkpoints)
 try:

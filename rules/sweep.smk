@@ -1,0 +1,141 @@
+# Stage 5-6 of an adaptive sweep (sweep.mode: adaptive): the fixed-B_problem studies' arms trained and
+# evaluated rung by rung, one decision per round (docs/adaptive-sweep.md). A swept run ends under its own
+# names (finish_sweep_run), so fits, figures and diagnostics read it as a run of the full grid.
+
+
+rule train_grpo_rung:
+    input:
+        unpack(get_rung_training_inputs),
+    output:
+        log_table=results("train/{problem_set}/{run}/rung{rung}/train_log.parquet"),
+        checkpoints=results("train/{problem_set}/{run}/rung{rung}/checkpoints.json"),
+    log:
+        logs("train_grpo_rung/{problem_set}/{run}/rung{rung}.log"),
+    benchmark:
+        benchmarks("train_grpo_rung/{problem_set}/{run}/rung{rung}.tsv")
+    wildcard_constraints:
+        run=one_of(SWEPT_RUNS),
+    conda:
+        "../envs/isocompute.yaml"
+    threads: 1
+    resources:
+        **study_config.rule_resources(config, "train_grpo_rung"),
+    params:
+        pretrained=config["base_model"]["pretrained"],
+        point=point_of,
+        settings=run_params,
+        checker=config["problems"]["checker"],
+        # The run's own folder: each rung goes on from the previous rung's last checkpoint.
+        run_dir=lambda wildcards: results(
+            f"train/{wildcards.problem_set}/{wildcards.run}"
+        ),
+        until_step=rung_until_step,
+    script:
+        "../workflow/scripts/train_grpo.py"
+
+
+rule evaluate_run_rung:
+    input:
+        val=results("problem_sets/{problem_set}/val.parquet"),
+        train=results("problem_sets/{problem_set}/train.parquet"),
+        checkpoints=results("train/{problem_set}/{run}/rung{rung}/checkpoints.json"),
+    output:
+        evals=results("evaluation/{problem_set}/{run}/rung{rung}/evals.parquet"),
+        val_counts=results(
+            "evaluation/{problem_set}/{run}/rung{rung}/val_counts.parquet"
+        ),
+        train_pass_rates=results(
+            "evaluation/{problem_set}/{run}/rung{rung}/train_pass_rates.parquet"
+        ),
+    log:
+        logs("evaluate_run_rung/{problem_set}/{run}/rung{rung}.log"),
+    benchmark:
+        benchmarks("evaluate_run_rung/{problem_set}/{run}/rung{rung}.tsv")
+    wildcard_constraints:
+        run=one_of(SWEPT_RUNS),
+    conda:
+        "../envs/isocompute.yaml"
+    threads: 1
+    resources:
+        **study_config.rule_resources(config, "evaluate_run_rung"),
+    params:
+        point=point_of,
+        evaluation=settings_of("evaluation"),
+        sampling=settings_of("sampling"),
+        generation=settings_of("generation"),
+        checker=config["problems"]["checker"],
+        seed=config["seed"],
+        after_step=rung_after_step,
+        # The run's own folder, where its checkpoints lie (the rung's folder holds its manifest only).
+        run_dir=lambda wildcards: results(f"train/{wildcards.problem_set}/{wildcards.run}"),
+    script:
+        "../workflow/scripts/evaluate_run.py"
+
+
+# One decision per round: cheap and idempotent, on the submit host, in no group.
+checkpoint decide_sweep_round:
+    input:
+        unpack(get_sweep_round_inputs),
+    output:
+        round=results("sweep/{problem_set}/{study}/round{round}.json"),
+    log:
+        logs("decide_sweep_round/{problem_set}/{study}/round{round}.log"),
+    conda:
+        "../envs/isocompute.yaml"
+    params:
+        fits=config["fits"],
+        k=config["evaluation"]["k"],
+        seed=config["seed"],
+        settings=lambda wildcards: dataclasses.asdict(SWEEP),
+        caps=SWEEP_CAPS,
+        rung_steps=sweep_round_arms,
+    script:
+        "../workflow/scripts/decide_sweep_round.py"
+
+
+rule finish_sweep_run:
+    input:
+        unpack(get_finished_run_inputs),
+    output:
+        log_table=results("train/{problem_set}/{run}/train_log.parquet"),
+        checkpoints=results("train/{problem_set}/{run}/checkpoints.json"),
+        evals=results("evaluation/{problem_set}/{run}/evals.parquet"),
+        val_counts=results("evaluation/{problem_set}/{run}/val_counts.parquet"),
+        train_pass_rates=results(
+            "evaluation/{problem_set}/{run}/train_pass_rates.parquet"
+        ),
+    log:
+        logs("finish_sweep_run/{problem_set}/{run}.log"),
+    wildcard_constraints:
+        run=one_of(SWEPT_RUNS),
+    conda:
+        "../envs/isocompute.yaml"
+    params:
+        rungs=finished_rungs,
+    script:
+        "../workflow/scripts/finish_sweep_run.py"
+
+
+rule summarize_sweep:
+    input:
+        unpack(get_sweep_summary_inputs),
+    output:
+        summary=results("sweep/{problem_set}/{study}/summary.json"),
+        figure=report(
+            results("sweep/{problem_set}/{study}/frontier_stops.png"),
+            caption="../workflow/report/sweep.rst",
+            category="adaptive sweep",
+            subcategory="{problem_set} {study}",
+        ),
+    log:
+        logs("summarize_sweep/{problem_set}/{study}.log"),
+    conda:
+        "../envs/isocompute.yaml"
+    params:
+        settings=lambda wildcards: dataclasses.asdict(SWEEP),
+        caps=SWEEP_CAPS,
+        arms=sweep_summary_arms,
+        metric=config["fits"]["metric"],
+        figures=config["figures"],
+    script:
+        "../workflow/scripts/summarize_sweep.py"

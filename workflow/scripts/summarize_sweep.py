@@ -1,0 +1,31 @@
+"""What an adaptive sweep spent, arm by arm, and its frontier with each arm's stop marked (rule summarize_sweep)."""
+
+import json
+from pathlib import Path
+
+from isocompute.adaptive import sweep_summary
+from isocompute.config import figure_style
+from isocompute.files import write_json
+from isocompute.figures import plot_sweep_frontier
+from isocompute.rungs import SweepSettings
+from isocompute.workflow import start_job
+
+start_job(snakemake.log[0])
+params = snakemake.params
+rounds = [json.loads(Path(path).read_text()) for path in snakemake.input.rounds]
+last = rounds[-1]["arms"]
+arms = {}
+for n, arm in params.arms.items():
+    steps = arm["rung_steps"]
+    reached = steps[-1] if last[str(n)]["active"] else last[str(n)]["steps"]
+    arms[int(n)] = {
+        "runs": arm["runs"],
+        "steps": reached,
+        "compute_reached": reached * arm["batch"],
+        "compute_full": steps[-1] * arm["batch"],
+    }
+summary = sweep_summary(rounds, rounds[-1]["audit"], SweepSettings(**params.settings), params.caps, arms)
+write_json(summary, snakemake.output.summary)
+fit = json.loads(Path(snakemake.input.fits).read_text())["fits"][params.metric]["compute_rollouts"]
+where = f"{snakemake.wildcards.problem_set} / {snakemake.wildcards.study}"
+plot_sweep_frontier(fit, summary, fit["base_reward"], where, figure_style(params.figures), [snakemake.output.figure])
