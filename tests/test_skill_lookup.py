@@ -39,6 +39,8 @@ SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 DEFAULT = yaml.safe_load((REPO / "config/config.yaml").read_text())
 ARM = REPO / "config/presets/interference.yaml"
 CONTROL = REPO / "config/presets/interference_control.yaml"
+ALIASED = REPO / "config/presets/interference_aliased.yaml"
+ALIASED_CONTROL = REPO / "config/presets/interference_aliased_control.yaml"
 
 
 def task(**changes: object) -> SkillLookupTask:
@@ -169,6 +171,28 @@ def test_the_two_arms_differ_only_in_the_dial_and_the_results_root() -> None:
         assert {point.problem_set for point in grid} == {"mix"}
         assert problem_sets(config)["mix"]["recipe"] == "unregularized"
         assert evaluation_sets(config) == {"mix": ["easy", "hard"]}
+
+
+def test_design_d2_arms_differ_only_in_the_width_and_the_results_root() -> None:
+    """Design D2's dial is the width of the built-in model (section 20 of docs/embedded-study.md): the
+    control keeps the default's width, so its pre-training and pool are those of a default-width model."""
+    arm, control = yaml.safe_load(ALIASED.read_text()), yaml.safe_load(ALIASED_CONTROL.read_text())
+    assert "control" in control["results_root"] and "control" not in arm["results_root"]
+    assert arm["base_model"]["builtin"] == {"hidden_size": 16, "intermediate_size": 32}
+    assert control["base_model"]["builtin"] == {
+        key: DEFAULT["base_model"]["builtin"][key] for key in ("hidden_size", "intermediate_size")
+    }
+    for config in (arm, control):
+        del config["results_root"]
+        del config["base_model"]
+    assert arm == control
+    arms = [merged(ALIASED), merged(ALIASED_CONTROL)]
+    for config in arms:
+        validate_config(config, SCHEMA)
+        assert {point.problem_set for point in check_config(config)} == {"mix"}
+    assert pool_params(arms[0]) == pool_params(arms[1])
+    assert base_model_spec(arms[0]).task == base_model_spec(arms[1]).task
+    assert base_model_spec(arms[0]).task.size == 300 * 66
 
 
 @pytest.mark.parametrize(
