@@ -9,7 +9,7 @@ import pytest
 from conftest import REPO
 
 from isocompute.cli import main
-from isocompute.plan import JobRequest, PlanError, format_table, plan, summarize
+from isocompute.plan import JobRequest, PlanError, format_table, plan, summarize, sweep_plan
 
 PAPER = REPO / "config" / "presets" / "paper.yaml"
 
@@ -125,3 +125,32 @@ def test_a_gpu_job_of_a_rule_status_would_not_count_is_refused(tmp_path: Path) -
     )
     with pytest.raises(PlanError, match="rule unregistered_gpu_job asks for 1 GPU.*not in .*CLUSTER_RULES"):
         plan(snakefile=tmp_path / "Snakefile", directory=tmp_path)
+
+
+def test_an_adaptive_sweep_plans_its_worst_and_expected_cases(
+    paper: pd.DataFrame, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The paper's fixed-B_problem studies (B_problem = 1,024 aside: two arms on Hard) swept adaptively: the
+    worst case is the full grid's jobs, the expected one its swept training scaled by a replay's share."""
+    adaptive = tmp_path / "adaptive.yaml"
+    adaptive.write_text(
+        "studies: {fixed_b_problem: [32, 64, 128, 256, 512], fixed_batch: [], joint: false}\nsweep: {mode: adaptive}\n"
+    )
+    replay = tmp_path / "replay.json"
+    replay.write_text('{"rollouts_spent": 3.0, "rollouts_full_grid": 4.0}')
+    sweep = sweep_plan([PAPER, adaptive], directory=REPO, replay=replay)
+    assert sweep is not None and sweep.share == 0.75
+    worst = sweep.worst.set_index("rule")
+    assert worst.loc["train_grpo", "jobs"] == paper.loc["train_grpo", "jobs"] == 66
+    # 60 swept runs (the six at B_problem = 1,024 train as the full grid), 8 GPUs x 48 h each.
+    assert sweep.swept_training_gpu_hours == pytest.approx(60 * 8 * 48)
+    assert sweep.expected_gpu_hours == pytest.approx(worst["gpu_hours"].sum() - 0.25 * 60 * 8 * 48)
+    assert main(["plan", "--configfile", str(PAPER), str(adaptive), "--directory", str(REPO), "--replay", str(replay)]) == 0
+    out = capsys.readouterr().out
+    assert "worst case: every arm to C_max" in out and f"expected case: {sweep.expected_gpu_hours:,.1f} GPU-hours" in out
+    assert f"75%, the share of the full grid's rollouts spent in {replay}" in out
+    replay.write_text('{"rollouts_spent": 3.0}')
+    assert main(["plan", "--configfile", str(PAPER), str(adaptive), "--directory", str(REPO), "--replay", str(replay)]) == 2
+    assert "missing ['rollouts_full_grid']" in capsys.readouterr().err
+    assert main(["plan", "--directory", str(REPO), "--replay", str(replay)]) == 2
+    assert "the config runs the full grid" in capsys.readouterr().err

@@ -180,6 +180,12 @@ def add_plan_parser(commands: argparse._SubParsersAction) -> None:
         action="store_true",
         help="only the jobs `snakemake -n` would run now (default: the whole workflow)",
     )
+    sizing.add_argument(
+        "--replay",
+        metavar="REPLAY.json",
+        help="an adaptive sweep's expected case: the share of the full grid's rollouts this replay "
+        "(`isocompute replay`, or a finished sweep's summary.json) spent",
+    )
 
 
 def add_workflow_arguments(sub: argparse.ArgumentParser) -> None:
@@ -259,12 +265,17 @@ def status_command(args: argparse.Namespace) -> str:
 
 def plan_command(args: argparse.Namespace) -> str:
     """The plan of `args` as a text table; a bad config raises `PlanError` (a ValueError) with its message.
+    An adaptive sweep's whole plan is its worst and expected cases (a dry run stops at its first decision).
 
     Imported here so that `fit` and `recommend` do not pay for importing Snakemake.
     """
-    from isocompute.plan import format_table, plan
+    from isocompute.plan import format_table, plan, plan_report
 
-    return format_table(plan(args.configfiles, args.snakefile, args.directory, pending_only=args.pending))
+    if args.pending:
+        if args.replay:
+            raise InputError("--replay plans a whole adaptive sweep; --pending plans the jobs due now")
+        return format_table(plan(args.configfiles, args.snakefile, args.directory, pending_only=True))
+    return plan_report(args.configfiles, args.snakefile, args.directory, args.replay)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

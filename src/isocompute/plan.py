@@ -11,12 +11,18 @@ Jobs of `localrules` (and input-only rules such as `all`) run on the submitting 
 they are listed but counted at 0 GPU-hours whatever their resources say. A cluster job that asks for GPUs
 must belong to a rule of `isocompute.cluster_rules.CLUSTER_RULES`, the rules `isocompute status` counts:
 the plan refuses any other, so what is planned is what status will count.
+
+An adaptive sweep (`sweep.mode: adaptive`) decides its DAG round by round, so a dry run cannot see past its
+first decision. Its plan is two cases: the worst, every arm to C_max (the same config dry-run as the full
+grid), and the expected, the swept runs' training scaled by the share of the full grid's rollouts that a
+replay of the policy (`isocompute replay`, or a finished sweep's summary.json: the same schema) spent.
 """
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +57,7 @@ class JobRequest:
     local: bool
     gpus: float
     runtime_min: float
+    run: str | None = None  # the job's {run} wildcard, where it has one
 
     @property
     def gpu_hours(self) -> float:
@@ -73,19 +80,53 @@ def dry_run_jobs(
     snakefile: str | Path | None = None,
     directory: str | Path = ".",
     pending_only: bool = False,
+    overrides: Mapping[str, Any] | None = None,
 ) -> list[JobRequest]:
     """Every job a dry run of the workflow schedules, in topological order, with its evaluated resources.
 
     By default the whole DAG is planned (`forceall`), so the answer is what a first submission costs and does
     not depend on which results already sit in `directory`; `pending_only` plans what `snakemake -n` would
     run now instead. Config files and the Snakefile are resolved against the caller's directory, as
-    `snakemake --directory` does, before Snakemake changes into `directory`.
+    `snakemake --directory` does, before Snakemake changes into `directory`; `overrides` are merged over
+    them last, as `snakemake --config` does.
     """
+    with loaded_workflow(configfiles, snakefile, directory, overrides) as workflow_api:
+        return _dry_run(workflow_api, pending_only)
+
+
+def _dry_run(workflow_api: Any, pending_only: bool) -> list[JobRequest]:
+    """The jobs of a loaded workflow's dry run (see `dry_run_jobs`)."""
+    dag_api = workflow_api.dag(DAGSettings(forceall=not pending_only))
+    dag_api.execute_workflow(executor="dryrun")
+    workflow = _workflow_of(workflow_api)
+    return [_job_request(job, workflow) for job in _toposorted_jobs(workflow.dag)]
+
+
+def plan_report(
+    configfiles: Sequence[str | Path] = (),
+    snakefile: str | Path | None = None,
+    directory: str | Path = ".",
+    replay: str | Path | None = None,
+) -> str:
+    """The whole plan as text: the table of the dry run, or an adaptive sweep's worst and expected cases
+    (its dry run stops at the first decision). A full grid's config is loaded once."""
     with loaded_workflow(configfiles, snakefile, directory) as workflow_api:
-        dag_api = workflow_api.dag(DAGSettings(forceall=not pending_only))
-        dag_api.execute_workflow(executor="dryrun")
-        workflow = _workflow_of(workflow_api)
-        return [_job_request(job, workflow) for job in _toposorted_jobs(workflow.dag)]
+        if not _swept_runs(workflow_api):
+            if replay is not None:
+                raise PlanError(
+                    f"--replay {replay}: the config runs the full grid (sweep.mode is not adaptive)"
+                )
+            return format_table(summarize(_dry_run(workflow_api, pending_only=False)))
+    sweep = sweep_plan(configfiles, snakefile, directory, replay)
+    assert sweep is not None  # the same config was just found adaptive
+    return format_sweep_plan(sweep)
+
+
+def _swept_runs(workflow_api: Any) -> set[str]:
+    """The runs an adaptive sweep trains rung by rung: the workflow's own `SWEPT_RUNS` (rules/common.smk;
+    none in a Snakefile without it)."""
+    # Reading `_workflow` parses the Snakefile, as in `loaded_config`.
+    return set(workflow_api._workflow.globals.get("SWEPT_RUNS", ()))
 
 
 @contextmanager
@@ -93,6 +134,7 @@ def loaded_workflow(
     configfiles: Sequence[str | Path] = (),
     snakefile: str | Path | None = None,
     directory: str | Path = ".",
+    overrides: Mapping[str, Any] | None = None,
 ) -> Iterator[Any]:
     """Snakemake's `WorkflowApi` for the workflow with these config files, as `snakemake` would load it.
 
@@ -107,7 +149,9 @@ def loaded_workflow(
         with SnakemakeApi(output) as api:
             yield api.workflow(
                 resource_settings=ResourceSettings(),
-                config_settings=ConfigSettings(configfiles=[Path(path) for path in configfiles]),
+                config_settings=ConfigSettings(
+                    config=dict(overrides or {}), configfiles=[Path(path) for path in configfiles]
+                ),
                 snakefile=Path(snakefile) if snakefile is not None else None,
                 workdir=Path(directory),
             )
@@ -125,6 +169,92 @@ def loaded_config(
     with loaded_workflow(configfiles, snakefile, directory) as workflow_api:
         # Reading `_workflow` parses the Snakefile (Snakemake 9.27 has no public accessor for its config).
         return dict(workflow_api._workflow.config)
+
+
+# A run's one training job in the full grid's dry run: its GPU-hours scale with the rollouts it trains on.
+TRAINING_RULE = "train_grpo"
+# The full grid of an adaptive sweep's config: every arm to C_max, each in one training job.
+FULL_GRID = {"sweep": {"mode": "full"}}
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """An adaptive sweep's two cases: the worst (the full grid's jobs) and the expected GPU-hours."""
+
+    worst: pd.DataFrame
+    swept_training_gpu_hours: float  # the worst case's training of the swept runs
+    share: float | None  # of the full grid's rollouts, from `source`; None: no replay given
+    source: str | None
+
+    @property
+    def expected_gpu_hours(self) -> float | None:
+        """The worst case less the swept runs' training the sweep is expected not to do. Evaluation stays
+        at the worst case's: an arm stopped early still evaluates its log-spaced checkpoints up to its stop,
+        a larger share of them than of its rollouts."""
+        if self.share is None:
+            return None
+        return float(self.worst["gpu_hours"].sum()) - (1 - self.share) * self.swept_training_gpu_hours
+
+
+def sweep_plan(
+    configfiles: Sequence[str | Path] = (),
+    snakefile: str | Path | None = None,
+    directory: str | Path = ".",
+    replay: str | Path | None = None,
+) -> SweepPlan | None:
+    """The adaptive sweep's cases (None where the config runs the full grid). The swept runs are the
+    workflow's own (`SWEPT_RUNS` of rules/common.smk); the share is `rollouts_spent / rollouts_full_grid`
+    of `replay`, a replay's output or a finished sweep's summary.json."""
+    with loaded_workflow(configfiles, snakefile, directory) as workflow_api:
+        swept = _swept_runs(workflow_api)
+    if not swept:
+        if replay is not None:
+            raise PlanError(f"--replay {replay}: the config runs the full grid (sweep.mode is not adaptive)")
+        return None
+    worst = dry_run_jobs(configfiles, snakefile, directory, overrides=FULL_GRID)
+    training = sum(job.gpu_hours for job in worst if job.rule == TRAINING_RULE and job.run in swept)
+    share = None if replay is None else replay_share(replay)
+    return SweepPlan(summarize(worst), training, share, None if replay is None else str(replay))
+
+
+def replay_share(path: str | Path) -> float:
+    """The share of the full grid's rollouts a replay (or a sweep's summary.json) spent, checked."""
+    try:
+        record = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise PlanError(f"--replay {path}: cannot read it as JSON ({error})") from None
+    missing = [key for key in ("rollouts_spent", "rollouts_full_grid") if key not in record]
+    if missing:
+        raise PlanError(
+            f"--replay {path}: missing {missing} (the output of `isocompute replay` or a sweep's summary.json)"
+        )
+    spent, full = float(record["rollouts_spent"]), float(record["rollouts_full_grid"])
+    if not (0 < full and 0 <= spent <= full):
+        raise PlanError(
+            f"--replay {path}: rollouts_spent={spent:g} must lie in [0, rollouts_full_grid={full:g}]"
+        )
+    return spent / full
+
+
+def format_sweep_plan(sweep: SweepPlan) -> str:
+    """The worst case's table, then the expected case with where its share came from."""
+    lines = [
+        "adaptive sweep, worst case: every arm to C_max (the full grid's jobs)",
+        format_table(sweep.worst),
+    ]
+    expected = sweep.expected_gpu_hours
+    if expected is None:
+        lines.append(
+            "expected case: not known; give --replay REPLAY.json (`isocompute replay` on a complete table "
+            "like this study's, or a finished sweep's summary.json)"
+        )
+    else:
+        lines.append(
+            f"expected case: {expected:,.1f} GPU-hours: the swept runs' training "
+            f"({sweep.swept_training_gpu_hours:,.1f} GPU-hours) x {sweep.share:.0%}, the share of the full "
+            f"grid's rollouts spent in {sweep.source}; evaluation and the rest as in the worst case"
+        )
+    return "\n".join(lines)
 
 
 def summarize(jobs: Iterable[JobRequest]) -> pd.DataFrame:
@@ -217,6 +347,7 @@ def _job_request(job: Any, workflow: Any) -> JobRequest:
         local=_runs_on_submit_host(job.rule, workflow),
         gpus=_number(resources.get("gpu", 0), rule, "gpu"),
         runtime_min=_number(resources.get("runtime", 0), rule, "runtime"),
+        run=job.wildcards_dict.get("run"),
     )
     if request.gpus and not request.local and rule not in CLUSTER_RULES:
         raise PlanError(
