@@ -67,7 +67,9 @@ rule evaluate_run_rung:
         seed=config["seed"],
         after_step=rung_after_step,
         # The run's own folder, where its checkpoints lie (the rung's folder holds its manifest only).
-        run_dir=lambda wildcards: results(f"train/{wildcards.problem_set}/{wildcards.run}"),
+        run_dir=lambda wildcards: results(
+            f"train/{wildcards.problem_set}/{wildcards.run}"
+        ),
     script:
         "../workflow/scripts/evaluate_run.py"
 
