@@ -7,10 +7,11 @@ import copy
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from adaptive_truth import agreement, options
+from adaptive_truth import agreement, full_verdict, options, redraw, verdict_kind
 from conftest import REPO
 from known_truth import SCENARIOS, K, draw, recovery
 
@@ -120,6 +121,23 @@ def test_replay_decisions_follow_the_rule(replayed: tuple) -> None:
 def neighbours(arms: list[int], n: int) -> list[int]:
     at = arms.index(n)
     return arms[max(at - 1, 0) : at] + arms[at + 1 : at + 2]
+
+
+def test_the_full_grids_own_disagreement_refits_the_draw_as_the_replay_does() -> None:
+    """The yardstick of "the sweep's verdict differs from the full grid's": the full grid's verdict on bootstrap
+    replicas of the draw. Recomputed from the counts the draw gets its own verdict back (so the rate measures
+    the resampling, nothing else), and a replica is whole problems drawn with replacement, each copy with the
+    same counts at every checkpoint and in the base model."""
+    evals, counts, base = draw(SCENARIOS["shared_grid_two_levels"], 0)
+    base_reward = summarize_counts(base["n_correct"], K)["avg@4"]
+    fit = fit_study(evals, options(base_reward), replicas=resample_evals(counts, K, BOOTSTRAP, 0, ("n",), base))
+    assert full_verdict(counts, base, BOOTSTRAP, 0) == verdict_kind(fit) == "two_levels"
+    copy_counts, copy_base = redraw(counts, base, np.random.default_rng(0))
+    assert len(copy_counts) == len(counts) and copy_counts["id"].nunique() == copy_base["id"].nunique() == 300
+    first = copy_counts[copy_counts["id"] == copy_base["id"].iloc[0]]
+    source = counts.merge(first[["run", "step", "n_correct"]], on=["run", "step", "n_correct"])
+    assert len(first) == counts[["run", "step"]].drop_duplicates().shape[0]
+    assert source.groupby("id").size().max() == len(first)  # one original problem holds every count of the copy
 
 
 def test_replay_refuses_what_it_cannot_decide(paper: tuple) -> None:
