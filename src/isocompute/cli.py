@@ -147,7 +147,7 @@ def add_replay_parser(commands: argparse._SubParsersAction) -> None:
     sweep.add_argument("--k", type=int, default=4, help="samples per problem in --counts")
     sweep.add_argument("--bootstrap", type=int, default=50, help="resamples of the validation problems per decision")
     sweep.add_argument("--seed", type=int, default=0)
-    sweep.add_argument("--rung-factor", type=float, default=4.0, help="compute caps C_max / factor**j")
+    sweep.add_argument("--rung-factor", type=float, default=2.0, help="compute caps C_max / factor**j")
     sweep.add_argument("--min-steps", type=int, default=10, help="optimizer steps an arm runs before it may stop")
     sweep.add_argument("--audit-rungs", type=int, default=1, help="rungs the audit arm runs past its stop (0: none)")
     sweep.add_argument("--holdout-decades", type=float, default=0.5, help="top compute held out to check the kept data's law")

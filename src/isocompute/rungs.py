@@ -23,9 +23,13 @@ class SweepError(ValueError):
 
 @dataclass(frozen=True)
 class SweepSettings:
-    """The `sweep` block: rung spacing, the steps an arm runs before it may stop, the audit's extra rungs."""
+    """The `sweep` block: rung spacing, the steps an arm runs before it may stop, the audit's extra rungs.
 
-    rung_factor: float = 4.0
+    Rungs 2x apart by default: on the known-truth replays (docs/adaptive-sweep.md) they never spent more
+    than 4x, met the 60 % target on every paper-like seed (4x: two of three) and kept the full grid's
+    verdict on all 33 replays, for twice the rounds."""
+
+    rung_factor: float = 2.0
     min_steps: int = 10
     audit_rungs: int = 1
 
