@@ -41,6 +41,8 @@ ARM = REPO / "config/presets/interference.yaml"
 CONTROL = REPO / "config/presets/interference_control.yaml"
 ALIASED = REPO / "config/presets/interference_aliased.yaml"
 ALIASED_CONTROL = REPO / "config/presets/interference_aliased_control.yaml"
+RARE = REPO / "config/presets/interference_rare.yaml"
+RARE_CONTROL = REPO / "config/presets/interference_rare_control.yaml"
 
 
 def task(**changes: object) -> SkillLookupTask:
@@ -193,6 +195,24 @@ def test_design_d2_arms_differ_only_in_the_width_and_the_results_root() -> None:
     assert pool_params(arms[0]) == pool_params(arms[1])
     assert base_model_spec(arms[0]).task == base_model_spec(arms[1]).task
     assert base_model_spec(arms[0]).task.size == 300 * 66
+
+
+def test_rare_success_presets_are_d1s_with_only_the_hard_label_accuracy_changed() -> None:
+    """Section 21 of docs/embedded-study.md: a separately named D1 setting, so D1's presets stay as they
+    were and the rare-success arms differ from them, and from each other, in one key each."""
+    pairs = [(ARM, RARE, 0.6), (CONTROL, RARE_CONTROL, 0.1)]
+    for d1_path, rare_path, rho in pairs:
+        d1, rare = yaml.safe_load(d1_path.read_text()), yaml.safe_load(rare_path.read_text())
+        assert rare["results_root"] == d1["results_root"].replace("interference", "interference_rare")
+        block = rare["problems"]["synthetic_skill_lookup"]
+        assert block["hard_label_accuracy"] == [0.0005, 0.005] and block["default_share"] == rho
+        for config in (d1, rare):
+            del config["results_root"]
+            del config["problems"]["synthetic_skill_lookup"]["hard_label_accuracy"]
+        assert d1 == rare
+        validate_config(merged(rare_path), SCHEMA)
+        check_config(merged(rare_path))
+    assert "control" in yaml.safe_load(RARE_CONTROL.read_text())["results_root"]
 
 
 @pytest.mark.parametrize(
