@@ -7,8 +7,9 @@ checks that every non-local job went through sbatch and completed, that exactly 
 given the GPUs and ran launched, and that the study is complete afterwards. Then one longer run trains
 under a time limit shorter than its training (SLURM's shortest, one minute): the job saves before SLURM
 would kill it and exits non-zero, Snakemake resubmits it with the next attempt's longer `runtime`, and
-it resumes to the same training table as an uninterrupted run. It skips where the daemons are not
-installed or it is not root, and always stops what it started.
+it resumes to the same training table as an uninterrupted run. Last, the micro study's adaptive sweep
+runs through the profile: its rungs' training and evaluation as SLURM jobs, its decision on the submit
+host. It skips where the daemons are not installed or it is not root, and always stops what it started.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ TIME_LIMITED = "training:\n  compute_max: 16000\n  time_limit_margin: 20\n" + ON
 )
 LIMITED_RUN = Path("results/train/easy/bp4_n2_seed1")
 LIMITED_CONFIGS = [MICRO, "gpu.yaml", "timelimit.yaml"]
+ADAPTIVE_CONFIGS = [MICRO, ".test/config_micro/adaptive.yaml", "gpu.yaml"]
+SWEEP_SUMMARY = "results/sweep/easy/bp4/summary.json"
 
 
 def _load_cluster_module():
@@ -251,3 +254,49 @@ def test_a_job_saves_before_its_time_limit_and_its_resubmission_resumes(cluster,
     benchmark = pd.read_csv(workdir / "benchmarks/train_grpo/easy/bp4_n2_seed1.tsv", sep="\t")["s"].sum()
     assert rows.loc[0, "state"] == "trained"
     assert rows.loc[0, "gpu_hours"] == pytest.approx(2 * ((first.end_time - first.start["time"]) + benchmark) / 3600)
+
+
+@pytest.fixture(scope="module")
+def adaptive_sweep(cluster, slurm_study, tmp_path_factory: pytest.TempPathFactory):
+    """The micro config's adaptive sweep to its summary through the SLURM profile, in a copy of the finished
+    micro study without its swept runs (the base model, sets and base evaluation are reused, so only the
+    sweep's jobs run): (workdir, snakemake's output)."""
+    study, _ = slurm_study
+    workdir = shutil.copytree(study, tmp_path_factory.mktemp("adaptive") / "workdir", ignore=shutil.ignore_patterns(".snakemake"))
+    for n in (2, 4, 8):
+        for stage in ("train", "evaluation"):
+            shutil.rmtree(workdir / f"results/{stage}/easy/bp4_n{n}_seed0", ignore_errors=True)
+    shutil.rmtree(workdir / "results/fits/easy/bp4", ignore_errors=True)
+    command = [
+        "timeout", "-s", "INT", "-k", "60", str(RUN_TIMEOUT),
+        "snakemake", "--profile", "slurm", SWEEP_SUMMARY, "--configfile", *ADAPTIVE_CONFIGS, *TEST_FLAGS,
+    ]  # fmt: skip
+    result = subprocess.run(
+        command, cwd=workdir, env=cluster.env, capture_output=True, text=True, timeout=RUN_TIMEOUT + 120
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, f"snakemake exited {result.returncode}\n{output[-6000:]}\n{cluster.logs()}"
+    return workdir, output
+
+
+@pytest.mark.slow
+def test_an_adaptive_sweep_runs_its_rungs_on_the_cluster_and_decides_on_the_submit_host(cluster, adaptive_sweep) -> None:
+    workdir, output = adaptive_sweep
+    run_id = re.search(r"SLURM run ID: (\S+)", output).group(1)
+    submitted = dict(
+        re.findall(r"^Job \d+ has been submitted with SLURM jobid (\d+) \(log: \S*/rule_(\w+)/", output, re.M)
+    )
+    # n = 2 and 4 at rung 0 (n = 8's first step costs more than its cap), then at least the two arms kept
+    rules = sorted(submitted.values())
+    assert rules.count("train_grpo_rung") == rules.count("evaluate_run_rung") >= 4, rules
+    assert "decide_sweep_round" not in rules and re.search(r"^localcheckpoint decide_sweep_round:$", output, re.M)
+    jobs = {job["id"]: job for job in _queue(cluster, run_id)}
+    assert set(jobs) == set(submitted) and {job["state"] for job in jobs.values()} == {"COMPLETED"}, jobs
+    assert {job["tres"] for job in jobs.values() if job["comment"].startswith("rule_train_grpo_rung")} == {"gres:gpu:2"}
+    summary = json.loads((workdir / SWEEP_SUMMARY).read_text())
+    assert summary["rollouts_spent"] == sum(arm["compute_reached"] for arm in summary["arms"]) <= 3 * 64
+    result = subprocess.run(
+        ["snakemake", "-n", "--cores", "1", SWEEP_SUMMARY, "--configfile", *ADAPTIVE_CONFIGS],
+        cwd=workdir, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert "Nothing to be done" in result.stdout + result.stderr, result.stdout[-3000:]
