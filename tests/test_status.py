@@ -170,7 +170,12 @@ def test_every_gpu_job_of_the_workflow_is_counted(tmp_path: Path) -> None:
     with loaded_workflow(configfiles, directory=workdir) as workflow_api:
         workflow_api.dag(DAGSettings(forceall=True)).execute_workflow(executor="dryrun")
         jobs = [job for job in _workflow_of(workflow_api).dag.jobs if job.rule.name in CLUSTER_RULES]
-    assert {job.rule.name for job in jobs} == set(CLUSTER_RULES) - {"probe_interference"}  # a probe when configured
+    # a probe when configured; an adaptive sweep's rungs in the next test
+    assert {job.rule.name for job in jobs} == set(CLUSTER_RULES) - {
+        "probe_interference",
+        "train_grpo_rung",
+        "evaluate_run_rung",
+    }
     assert all(job.benchmark for job in jobs), [job.rule.name for job in jobs if not job.benchmark]
     for job in jobs:
         _benchmark(workdir / str(job.benchmark), 36)
@@ -180,3 +185,36 @@ def test_every_gpu_job_of_the_workflow_is_counted(tmp_path: Path) -> None:
     hours = table.set_index(["problem_set", "run"])["gpu_hours"]
     assert hours["xhard", "bp4_n2_seed0"] == pytest.approx(sum(per_run.values()) * 36 / 3600)
     assert hours["easy", "bp4_n2_seed0"] == pytest.approx((sum(per_run.values()) + 1) * 36 / 3600)  # + on hard
+
+
+def test_a_swept_run_counts_each_rung_job_once(tmp_path: Path) -> None:
+    """An adaptive sweep's first rung, every job with a benchmark record of 36 s on 1 GPU; one arm's rung
+    also had an attempt of 100 s stopped by its time limit. The finished attempt is its rung's benchmark
+    record, not counted twice; the stopped one is counted from the progress file."""
+    workdir = scratch_workflow(tmp_path)
+    (workdir / "gpu.yaml").write_text("resources:\n  default: {gpu: 1}\n")
+    configfiles = [workdir / MICRO, workdir / ".test/config_micro/adaptive.yaml", workdir / "gpu.yaml"]
+    with loaded_workflow(configfiles, directory=workdir) as workflow_api:
+        workflow_api.dag(DAGSettings(forceall=True)).execute_workflow(executor="dryrun")
+        jobs = [job for job in _workflow_of(workflow_api).dag.jobs if job.rule.name.endswith("_rung")]
+    # the first rung of n = 2 and n = 4 (n = 8's first checkpoint, 32 rollouts, lies beyond its cap of 16)
+    assert {(job.rule.name, job.wildcards["run"]) for job in jobs} == {
+        (rule, f"bp4_n{n}_seed0") for rule in ("train_grpo_rung", "evaluate_run_rung") for n in (2, 4)
+    }
+    for job in jobs:
+        _benchmark(workdir / str(job.benchmark), 36)
+    now = time.time()
+    _events(
+        workdir / "results/train/easy/bp4_n2_seed0",
+        _start(now - 400, 1),
+        _step(now - 350, 1, 0.5),
+        {"event": "end", "time": now - 300, "outcome": "time_limit"},
+        _start(now - 200, 1, resume_step=1),
+        _step(now - 180, 2, 0.5),
+        {"event": "end", "time": now - 164, "outcome": "finished"},
+    )
+    table, total = status(configfiles, directory=workdir, now=now)
+    hours = table.set_index("run")["gpu_hours"]
+    assert hours["bp4_n4_seed0"] == pytest.approx(2 * 36 / 3600)
+    assert hours["bp4_n2_seed0"] == pytest.approx((2 * 36 + 100) / 3600)
+    assert total == pytest.approx((len(jobs) * 36 + 100) / 3600)

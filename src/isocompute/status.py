@@ -13,7 +13,8 @@ GPU-hours: attempts still running or ended without a benchmark record from their
 the job saw x its time), finished jobs from `benchmarks/` (wall seconds x the rule's configured GPUs), for
 every rule that can hold GPUs (`isocompute.cluster_rules.CLUSTER_RULES`): a grid point's row has its
 training and evaluations, the total adds the jobs of no grid point (pre-training, bucketing, pass@k, the
-base model's evaluations).
+base model's evaluations). An adaptive sweep's run is trained and evaluated rung by rung: each rung job has
+its own benchmark record, so only its attempts that did not finish are read from the progress file.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ COLUMNS = [
 STATES = ("evaluated", "trained", "training", "stopped", "failed", "waiting")
 # Rules whose jobs belong to no grid point: counted in the study's total only.
 SHARED_RULES = tuple(name for name, rule in CLUSTER_RULES.items() if not rule.per_point)
-# Rules with one job per grid point (per evaluation set, for some) besides training, which has attempts.
+# Rules with one job per grid point (per evaluation set or rung, for some) besides training, which has attempts.
 POINT_RULES = tuple(name for name, rule in CLUSTER_RULES.items() if rule.per_point and name != "train_grpo")
 
 
@@ -118,6 +119,9 @@ def point_status(config: Config, directory: Path, point: GridPoint, now: float) 
         evals = pd.read_parquet(eval_dir / "evals.parquet")
         val = float(evals[metric].iloc[-1]) if metric in evals.columns and len(evals) else None
     benchmarks = directory / roots["benchmarks"]
+    if (benchmarks / "train_grpo_rung" / point.problem_set / point.run).is_dir():
+        # a swept run: every finished rung job has its benchmark record (counted with POINT_RULES)
+        tried = [attempt for attempt in tried if attempt.outcome != "finished"]  # a live one stays last
     gpu_hours = _attempt_hours(tried, trained, benchmarks / "train_grpo" / bench, now, live)
     gpu_hours += _benchmark_hours(benchmarks / "train_grpo" / bench, config, "train_grpo", tried)
     for rule in POINT_RULES:
