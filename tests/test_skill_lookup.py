@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import os
 import shutil
 import subprocess
@@ -43,6 +44,18 @@ ALIASED = REPO / "config/presets/interference_aliased.yaml"
 ALIASED_CONTROL = REPO / "config/presets/interference_aliased_control.yaml"
 RARE = REPO / "config/presets/interference_rare.yaml"
 RARE_CONTROL = REPO / "config/presets/interference_rare_control.yaml"
+MULTIDIGIT = REPO / "config/presets/interference_multidigit.yaml"
+MULTIDIGIT_CONTROL = REPO / "config/presets/interference_multidigit_control.yaml"
+# What the one-digit task drew for each preset before `answer_digits` existed (commit 95737a3): a digest of
+# its skills, its pool (seed 0) and 2,000 pre-training draws (`one_digit_digest`).
+ONE_DIGIT_DIGESTS = {
+    "interference": "1b5e477c53fadc12",
+    "interference_control": "49156d70cd02c700",
+    "interference_aliased": "9844c34c5e0cdd28",
+    "interference_aliased_control": "9844c34c5e0cdd28",
+    "interference_rare": "9b080a65db489888",
+    "interference_rare_control": "c9c026c5d0e709ea",
+}
 
 
 def task(**changes: object) -> SkillLookupTask:
@@ -109,6 +122,81 @@ def test_pretraining_labels_are_right_with_each_skills_accuracy() -> None:
         right = float((group["label"] == skills.loc[code, "answer"]).mean())
         assert abs(right - skills.loc[code, "label_accuracy"]) < 4 * np.sqrt(0.25 / len(group))
         assert set(group["label"]) <= {skills.loc[code, "answer"], skills.loc[code, "decoy"]}
+
+
+def one_digit_digest(lookup: SkillLookupTask, seed: int) -> str:
+    """A digest of what a task draws: its skills, its pool and 2,000 pre-training draws from a fixed stream."""
+    draw = lookup.pretraining_sampler(seed)
+    rng = np.random.default_rng(7)
+    digest = hashlib.sha256()
+    digest.update(lookup.pool(seed).to_csv(index=False).encode())
+    digest.update(lookup.skills(seed).to_csv(index=False).encode())
+    digest.update(repr([draw(rng) for _ in range(2000)]).encode())
+    return digest.hexdigest()[:16]
+
+
+def test_one_answer_digit_draws_exactly_what_the_task_drew_before_answer_digits() -> None:
+    """The existing presets name no `answer_digits`: their pools, base models and params must not change,
+    or every finished skill-lookup study would rerun (or, worse, mix two tasks under one name)."""
+    for name, expected in ONE_DIGIT_DIGESTS.items():
+        config = merged(REPO / f"config/presets/{name}.yaml")
+        validate_config(config, SCHEMA)
+        block = config["problems"][SKILL_LOOKUP]
+        assert "answer_digits" not in block  # the schema fills no default into the pool's params
+        lookup = synthetic_task(SKILL_LOOKUP, block)
+        assert lookup.answer_digits == 1 and lookup.sequence_length == 8
+        assert one_digit_digest(lookup, config["seed"]) == expected, name
+
+
+def test_k_digit_answers_have_k_digits_by_the_one_digit_rules() -> None:
+    lookup = task(easy_skills=300, hard_skills=300, variants=2, answer_digits=3)
+    skills = lookup.skills(seed=0)
+    easy, hard = skills[skills["level"] == "easy"], skills[skills["level"] == "hard"]
+    assert skills["answer"].str.fullmatch(r"\d{3}").all() and skills["decoy"].str.fullmatch(r"\d{3}").all()
+    assert (hard["decoy"] == DEFAULT_ANSWER * 3).all() and not hard["answer"].str.contains(
+        DEFAULT_ANSWER
+    ).any()
+    easy_digits = pd.DataFrame([list(a) for a in easy["answer"]])
+    share = float((easy_digits == DEFAULT_ANSWER).to_numpy().mean())
+    assert abs(share - 0.6) < 3 * np.sqrt(0.6 * 0.4 / easy_digits.size)  # rho per digit
+    for answer, decoy in zip(easy["answer"], easy["decoy"], strict=True):
+        assert DEFAULT_ANSWER not in decoy and all(a != d for a, d in zip(answer, decoy, strict=True))
+    pool = validate_problem_table(lookup.pool(seed=0), SKILL_LOOKUP)
+    assert pool["prompt"].str.fullmatch(r"\d{5}=").all() and pool["answer"].str.fullmatch(r"\d{3}").all()
+    assert lookup.sequence_length == 10
+    one_digit = task(easy_skills=300, hard_skills=300, variants=2)
+    assert (pool["prompt"] == one_digit.pool(seed=0)["prompt"]).mean() > 0.99  # same codes, same distractors
+
+
+def test_k_digit_pretraining_labels_are_right_with_each_skills_accuracy_and_mostly_near_misses() -> None:
+    """Each digit is right with q_s^(1/k), independently, so the whole label is right with q_s (the base
+    pass rate by design) and the wrong labels are mostly near-misses."""
+    lookup = task(
+        easy_skills=1,
+        hard_skills=1,
+        easy_label_accuracy=[0.5, 0.5],
+        hard_label_accuracy=[0.1, 0.1],
+        answer_digits=3,
+    )
+    skills = lookup.skills(seed=2).set_index("code")
+    draw = lookup.pretraining_sampler(seed=2)
+    rng = np.random.default_rng(0)
+    drawn = pd.DataFrame([draw(rng) for _ in range(20000)], columns=["prompt", "label"])
+    for code, group in drawn.groupby(drawn["prompt"].str[:3]):
+        answer, decoy, accuracy = skills.loc[code, ["answer", "decoy", "label_accuracy"]]
+        right_digits = np.array(
+            [[a == b for a, b in zip(label, answer, strict=True)] for label in group["label"]]
+        )
+        assert abs(right_digits.all(axis=1).mean() - accuracy) < 4 * np.sqrt(
+            accuracy * (1 - accuracy) / len(group)
+        )
+        assert np.allclose(right_digits.mean(axis=0), accuracy ** (1 / 3), atol=0.02)
+        # A wrong digit is the decoy's, so the labels are the 2^3 mixes of answer and decoy.
+        assert all(
+            all(c in (a, d) for c, a, d in zip(label, answer, decoy, strict=True)) for label in group["label"]
+        )
+        near_miss = float((right_digits.sum(axis=1) == 2).mean())
+        assert abs(near_miss - 3 * accuracy ** (2 / 3) * (1 - accuracy ** (1 / 3))) < 0.02
 
 
 def test_validation_reserve_holds_held_out_variants_of_the_training_skills() -> None:
@@ -215,11 +303,45 @@ def test_rare_success_presets_are_d1s_with_only_the_hard_label_accuracy_changed(
     assert "control" in yaml.safe_load(RARE_CONTROL.read_text())["results_root"]
 
 
+def test_multidigit_presets_are_d1s_with_three_digit_answers() -> None:
+    """Design D3 (section 22 of docs/embedded-study.md): D1's presets with `answer_digits: 3` and room for
+    three digits and eos; its two arms differ from each other in rho and the results root only."""
+    pairs = [(ARM, MULTIDIGIT, 0.6), (CONTROL, MULTIDIGIT_CONTROL, 0.1)]
+    for d1_path, multidigit_path, rho in pairs:
+        d1, multidigit = yaml.safe_load(d1_path.read_text()), yaml.safe_load(multidigit_path.read_text())
+        assert multidigit["results_root"] == d1["results_root"].replace(
+            "interference", "interference_multidigit"
+        )
+        block = multidigit["problems"][SKILL_LOOKUP]
+        assert block.pop("answer_digits") == 3 and block["default_share"] == rho
+        assert multidigit["sampling"] == {"max_new_tokens": 4}
+        for config in (d1, multidigit):
+            del config["results_root"], config["sampling"]
+        assert d1 == multidigit
+        config = merged(multidigit_path)
+        validate_config(config, SCHEMA)
+        assert {point.problem_set for point in check_config(config)} == {"mix"}
+        assert base_model_spec(config).task.sequence_length == 10
+    arm, control = yaml.safe_load(MULTIDIGIT.read_text()), yaml.safe_load(MULTIDIGIT_CONTROL.read_text())
+    assert "control" in control["results_root"] and "control" not in arm["results_root"]
+    for config in (arm, control):
+        del config["results_root"], config["problems"][SKILL_LOOKUP]["default_share"]
+    assert arm == control
+
+
+def test_a_multidigit_answer_without_room_for_its_eos_is_refused() -> None:
+    config = merged(MULTIDIGIT, sampling={"max_new_tokens": 3})
+    validate_config(config, SCHEMA)
+    with pytest.raises(ConfigError, match=r"sampling\.max_new_tokens=3 is fewer than the 4 tokens"):
+        check_config(config)
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
         ({"variants": 101}, r"problems\.synthetic_skill_lookup\.variants"),
         ({"default_share": 1.5}, r"problems\.synthetic_skill_lookup\.default_share"),
+        ({"answer_digits": 0}, r"problems\.synthetic_skill_lookup\.answer_digits"),
         ({"easy_skills": 600, "hard_skills": 500}, r"exceeds the 1000 distinct 3-digit codes"),
         ({"hard_label_accuracy": [0.0, 0.08]}, r"hard_label_accuracy=\[0\.0, 0\.08\] must satisfy 0 < low"),
         (

@@ -35,7 +35,7 @@ from isocompute.specs import (
     SamplingSpec,
     TrainingSpec,
 )
-from isocompute.tasks import ADDITION, SYNTHETIC_SOURCES, AdditionTask, synthetic_task
+from isocompute.tasks import ADDITION, SKILL_LOOKUP, SYNTHETIC_SOURCES, AdditionTask, synthetic_task
 
 # Keys of `vllm.LLM` that other config keys set: `generation.vllm_engine_kwargs` may not repeat them.
 VLLM_ENGINE_RESERVED = ("model", "seed", "tensor_parallel_size")
@@ -448,6 +448,14 @@ def check_config(config: Config) -> list[GridPoint]:
             raise ConfigError("problems.synthetic_addition.min_digits exceeds max_digits")
         if isinstance(task, SkillLookupTask) and (problem := check_skill_lookup(task)):
             raise ConfigError(problem)
+        new_tokens = config["sampling"]["max_new_tokens"]
+        if isinstance(task, SkillLookupTask) and new_tokens < task.answer_digits + 1:
+            # A completion cut before its eos never matches, so every reward would be zero.
+            raise ConfigError(
+                f"sampling.max_new_tokens={new_tokens} is fewer than the "
+                f"{task.answer_digits + 1} tokens of an answer of problems.{SKILL_LOOKUP}.answer_digits="
+                f"{task.answer_digits} and its eos: no sample could be right"
+            )
         share = config["difficulty"]["validation_share"]
         for settings in problem_sets(config).values():
             build = settings["build"]

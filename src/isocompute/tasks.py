@@ -118,5 +118,7 @@ def synthetic_task(source: str, settings: Mapping[str, Any]) -> SyntheticTask:
             tuple(float(v) for v in settings["easy_label_accuracy"]),
             tuple(float(v) for v in settings["hard_label_accuracy"]),
             float(settings["default_share"]),
+            # Absent from every preset before design D3, and so from their pools' and base models' params.
+            int(settings.get("answer_digits", 1)),
         )
     raise ValueError(f"problems.source={source!r} is not a built-in task ({ADDITION}, {SKILL_LOOKUP})")
