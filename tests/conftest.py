@@ -1,7 +1,9 @@
-"""Shared fixtures: a tiny base model and problem pool that the pipeline's own code builds."""
+"""Shared fixtures: a tiny base model and problem pool that the pipeline's own code builds, and the micro
+study run to the end once per session for the tests that start from a finished study."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -54,3 +56,21 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> str:
 @pytest.fixture(scope="session")
 def pool() -> pd.DataFrame:
     return make_addition_pool(200, 1, 2, seed=0)
+
+
+@pytest.fixture(scope="session")
+def finished_micro_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The micro study run to the end in a scratch copy of the workflow, once per session. Tests never
+    write in it: they work in `copy_of_study`'s copies."""
+    from test_workflow import scratch_workflow, snakemake
+
+    workdir = scratch_workflow(tmp_path_factory.mktemp("finished_micro_study"))
+    result = snakemake(workdir)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return workdir
+
+
+def copy_of_study(study: Path, target: Path) -> Path:
+    """A copy of a finished study's folder that Snakemake sees as the same study: file times kept (it
+    compares them), its metadata of every job kept (code, params and inputs it compares), no locks."""
+    return Path(shutil.copytree(study, target, ignore=shutil.ignore_patterns("locks", "incomplete")))

@@ -2,14 +2,15 @@
 
 tests/slurm/cluster.py starts munged, slurmctld and slurmd (Debian's packages; `.ci/install-slurm`
 installs them) with two fake GPUs, and the study runs with the repository's own profile, each training
-job asking for both and running as two processes under `accelerate launch` (on the CPU: gloo). The test
-checks that every non-local job went through sbatch and completed, that exactly the training jobs were
-given the GPUs and ran launched, and that the study is complete afterwards. Then one longer run trains
-under a time limit shorter than its training (SLURM's shortest, one minute): the job saves before SLURM
-would kill it and exits non-zero, Snakemake resubmits it with the next attempt's longer `runtime`, and
-it resumes to the same training table as an uninterrupted run. Last, the micro study's adaptive sweep
-runs through the profile: its rungs' training and evaluation as SLURM jobs, its decision on the submit
-host. It skips where the daemons are not installed or it is not root, and always stops what it started.
+job asking for both and running as two processes under `accelerate launch` (on the CPU: gloo). Its
+fixed-B_problem study is the micro config's adaptive sweep: its rungs' training and evaluation are SLURM
+jobs, its round's decision a local checkpoint on the submit host. The test checks that every non-local
+job went through sbatch and completed, that exactly the training jobs were given the GPUs and ran
+launched, and that the study is complete afterwards. Then one longer run of the full grid trains under a
+time limit shorter than its training (SLURM's shortest, one minute): the job saves before SLURM would
+kill it and exits non-zero, Snakemake resubmits it with the next attempt's longer `runtime`, and it
+resumes to the same training table as an uninterrupted run. It skips where the daemons are not
+installed or it is not root, and always stops what it started.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ TIME_LIMITED = "training:\n  compute_max: 16000\n  time_limit_margin: 20\n" + ON
 )
 LIMITED_RUN = Path("results/train/easy/bp4_n2_seed1")
 LIMITED_CONFIGS = [MICRO, "gpu.yaml", "timelimit.yaml"]
-ADAPTIVE_CONFIGS = [MICRO, ".test/config_micro/adaptive.yaml", "gpu.yaml"]
+STUDY_CONFIGS = [MICRO, ".test/config_micro/adaptive.yaml", "gpu.yaml"]
 SWEEP_SUMMARY = "results/sweep/easy/bp4/summary.json"
 
 
@@ -71,6 +72,18 @@ def _load_cluster_module():
 
 
 cluster_module = _load_cluster_module()
+
+
+def _run_profile(cluster, workdir: Path, *args: str) -> str:
+    """`snakemake --profile slurm ARGS` in the workdir, stopped with SIGINT (snakemake ignores SIGTERM)
+    after RUN_TIMEOUT: its output, after asserting that it exited 0."""
+    command = ["timeout", "-s", "INT", "-k", "60", str(RUN_TIMEOUT), "snakemake", "--profile", "slurm", *args]
+    result = subprocess.run(
+        command, cwd=workdir, env=cluster.env, capture_output=True, text=True, timeout=RUN_TIMEOUT + 120
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, f"snakemake exited {result.returncode}\n{output[-6000:]}\n{cluster.logs()}"
+    return output
 
 
 @pytest.fixture(scope="module")
@@ -100,16 +113,7 @@ def slurm_study(cluster, tmp_path_factory: pytest.TempPathFactory):
         source = REPO / part
         (shutil.copytree if source.is_dir() else shutil.copy)(source, workdir / part)
     (workdir / "gpu.yaml").write_text(GPU_CONFIG)
-    command = [
-        "timeout", "-s", "INT", "-k", "60", str(RUN_TIMEOUT),  # snakemake ignores SIGTERM
-        "snakemake", "--profile", "slurm", "--configfile", MICRO, "gpu.yaml", *TEST_FLAGS,
-    ]  # fmt: skip
-    result = subprocess.run(
-        command, cwd=workdir, env=cluster.env, capture_output=True, text=True, timeout=RUN_TIMEOUT + 120
-    )
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, f"snakemake exited {result.returncode}\n{output[-6000:]}\n{cluster.logs()}"
-    return workdir, output
+    return workdir, _run_profile(cluster, workdir, "--configfile", *STUDY_CONFIGS, *TEST_FLAGS)
 
 
 def _queue(cluster, run_id: str) -> list[dict[str, str]]:
@@ -145,10 +149,12 @@ def test_every_cluster_job_went_through_sbatch_and_finished(cluster, slurm_study
         "make_problem_pool",
         "pretrain_base_model",
         "score_difficulty",
-        "train_grpo",
-        "evaluate_run",
+        "train_grpo_rung",
+        "evaluate_run_rung",
     } <= set(remote)
     assert {"build_problem_sets", "all"} <= local and not local & set(remote)
+    # the sweep's decision ran on the submit host
+    assert "decide_sweep_round" not in remote and re.search(r"^localcheckpoint decide_sweep_round:$", output, re.M)
 
     jobs = {job["id"]: job for job in _queue(cluster, run_id)}
     assert set(jobs) == set(submitted), (jobs, submitted)
@@ -168,13 +174,16 @@ def test_only_training_jobs_got_the_gpus_and_ran_launched(cluster, slurm_study) 
     run_id = re.search(r"SLURM run ID: (\S+)", output).group(1)
     jobs = _queue(cluster, run_id)
     training = [job for job in jobs if job["comment"].startswith("rule_train_grpo")]
-    assert training and len(training) == len(re.findall(r"^rule train_grpo:$", output, flags=re.M))
+    assert training and len(training) == len(re.findall(r"^rule train_grpo(?:_rung)?:$", output, flags=re.M))
     # `resources: gpu=2` became `sbatch --gpus=2`, which SLURM records as the job's TRES request
     assert {job["tres"] for job in training} == {"gres:gpu:2"}, training
-    # each run went through `accelerate launch` with two processes (its job file records the layout)
-    for job_file in (workdir / "results/train").glob("*/*/job.json"):
+    # each run went through `accelerate launch` with two processes (its job file records the layout of its
+    # last job: a swept run's rungs write the same file)
+    job_files = list((workdir / "results/train").glob("*/*/job.json"))
+    for job_file in job_files:
         assert json.loads(job_file.read_text())["job"]["run"]["launch"]["processes"] == 2
-    assert len(list((workdir / "results/train").glob("*/*/job.json"))) == len(training)
+    rungs_trained = (workdir / "results/train").glob("*/*/rung*/checkpoints.json")
+    assert {path.parent for path in job_files} == {path.parent.parent for path in rungs_trained} != set()
     # CPU rules dropped gpu=0 and asked for nothing
     assert {job["tres"] for job in jobs if job not in training} == {"N/A"}, jobs
 
@@ -184,7 +193,7 @@ def test_the_study_is_complete_after_the_cluster_run(slurm_study) -> None:
     workdir, _ = slurm_study
     assert (workdir / "results/README.md").exists()
     result = subprocess.run(
-        ["snakemake", "-n", "--cores", "1", "--configfile", MICRO, "gpu.yaml"],
+        ["snakemake", "-n", "--cores", "1", "--configfile", *STUDY_CONFIGS],
         cwd=workdir,
         capture_output=True,
         text=True,
@@ -210,15 +219,7 @@ def time_limited(cluster, slurm_study, tmp_path_factory: pytest.TempPathFactory)
         text=True,
     )
     flags = [*TEST_FLAGS[: TEST_FLAGS.index("--retries")], "--retries", "2", *TEST_FLAGS[TEST_FLAGS.index("--retries") + 2 :]]
-    command = [
-        "timeout", "-s", "INT", "-k", "60", str(RUN_TIMEOUT),
-        "snakemake", "--profile", "slurm", target, "--configfile", *LIMITED_CONFIGS, *flags,
-    ]  # fmt: skip
-    result = subprocess.run(
-        command, cwd=workdir, env=cluster.env, capture_output=True, text=True, timeout=RUN_TIMEOUT + 120
-    )
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, f"snakemake exited {result.returncode}\n{output[-6000:]}\n{cluster.logs()}"
+    output = _run_profile(cluster, workdir, target, "--configfile", *LIMITED_CONFIGS, *flags)
     assert uninterrupted.wait(timeout=RUN_TIMEOUT) == 0, uninterrupted.stderr.read()[-3000:]
     return workdir, reference, output
 
@@ -256,47 +257,15 @@ def test_a_job_saves_before_its_time_limit_and_its_resubmission_resumes(cluster,
     assert rows.loc[0, "gpu_hours"] == pytest.approx(2 * ((first.end_time - first.start["time"]) + benchmark) / 3600)
 
 
-@pytest.fixture(scope="module")
-def adaptive_sweep(cluster, slurm_study, tmp_path_factory: pytest.TempPathFactory):
-    """The micro config's adaptive sweep to its summary through the SLURM profile, in a copy of the finished
-    micro study without its swept runs (the base model, sets and base evaluation are reused, so only the
-    sweep's jobs run): (workdir, snakemake's output)."""
-    study, _ = slurm_study
-    workdir = shutil.copytree(study, tmp_path_factory.mktemp("adaptive") / "workdir", ignore=shutil.ignore_patterns(".snakemake"))
-    for n in (2, 4, 8):
-        for stage in ("train", "evaluation"):
-            shutil.rmtree(workdir / f"results/{stage}/easy/bp4_n{n}_seed0", ignore_errors=True)
-    shutil.rmtree(workdir / "results/fits/easy/bp4", ignore_errors=True)
-    command = [
-        "timeout", "-s", "INT", "-k", "60", str(RUN_TIMEOUT),
-        "snakemake", "--profile", "slurm", SWEEP_SUMMARY, "--configfile", *ADAPTIVE_CONFIGS, *TEST_FLAGS,
-    ]  # fmt: skip
-    result = subprocess.run(
-        command, cwd=workdir, env=cluster.env, capture_output=True, text=True, timeout=RUN_TIMEOUT + 120
-    )
-    output = result.stdout + result.stderr
-    assert result.returncode == 0, f"snakemake exited {result.returncode}\n{output[-6000:]}\n{cluster.logs()}"
-    return workdir, output
-
-
 @pytest.mark.slow
-def test_an_adaptive_sweep_runs_its_rungs_on_the_cluster_and_decides_on_the_submit_host(cluster, adaptive_sweep) -> None:
-    workdir, output = adaptive_sweep
-    run_id = re.search(r"SLURM run ID: (\S+)", output).group(1)
+def test_an_adaptive_sweep_runs_its_rungs_on_the_cluster(slurm_study) -> None:
+    workdir, output = slurm_study
     submitted = dict(
         re.findall(r"^Job \d+ has been submitted with SLURM jobid (\d+) \(log: \S*/rule_(\w+)/", output, re.M)
     )
     # n = 2 and 4 at rung 0 (n = 8's first step costs more than its cap), then at least the two arms kept
     rules = sorted(submitted.values())
     assert rules.count("train_grpo_rung") == rules.count("evaluate_run_rung") >= 4, rules
-    assert "decide_sweep_round" not in rules and re.search(r"^localcheckpoint decide_sweep_round:$", output, re.M)
-    jobs = {job["id"]: job for job in _queue(cluster, run_id)}
-    assert set(jobs) == set(submitted) and {job["state"] for job in jobs.values()} == {"COMPLETED"}, jobs
-    assert {job["tres"] for job in jobs.values() if job["comment"].startswith("rule_train_grpo_rung")} == {"gres:gpu:2"}
     summary = json.loads((workdir / SWEEP_SUMMARY).read_text())
     assert summary["rollouts_spent"] == sum(arm["compute_reached"] for arm in summary["arms"]) <= 3 * 64
-    result = subprocess.run(
-        ["snakemake", "-n", "--cores", "1", SWEEP_SUMMARY, "--configfile", *ADAPTIVE_CONFIGS],
-        cwd=workdir, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert "Nothing to be done" in result.stdout + result.stderr, result.stdout[-3000:]
+    assert (workdir / "results/fits/easy/bp4/fits.json").exists()

@@ -17,7 +17,7 @@ from transformers import AutoModelForCausalLM
 
 from isocompute.artifacts import describe_artifact
 
-from conftest import REPO
+from conftest import REPO, copy_of_study
 from test_problems import guru_rows
 
 MICRO = ".test/config_micro/config.yaml"
@@ -48,12 +48,9 @@ def scratch_workflow(workdir: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A finished micro study."""
-    workdir = scratch_workflow(tmp_path_factory.mktemp("study"))
-    result = snakemake(workdir)
-    assert result.returncode == 0, result.stderr[-4000:]
-    return workdir
+def study(finished_micro_study: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished micro study that this module's tests extend."""
+    return copy_of_study(finished_micro_study, tmp_path_factory.mktemp("study") / "workdir")
 
 
 @pytest.mark.slow
@@ -244,11 +241,19 @@ def test_ablations_rerun_nothing_finished_enter_no_fit_and_draw_their_figures(st
 ADAPTIVE = ".test/config_micro/adaptive.yaml"
 
 
-def test_an_adaptive_sweep_decides_its_round_and_its_runs_equal_the_full_grids(study: Path, tmp_path: Path) -> None:
-    """The micro study's fixed-B_problem study as an adaptive sweep (n = 2, 4, 8; rungs C = 16 and 64): one
+def test_an_adaptive_sweep_decides_its_round_and_its_runs_equal_the_full_grids(
+    finished_micro_study: Path, tmp_path: Path
+) -> None:
+    """The micro study's fixed-B_problem study as an adaptive sweep (n = 2, 4, 8; rungs C = 16 and 64), in a
+    copy of the finished micro study without the runs it sweeps (its base model and sets are reused): one
     decision per round, each rung evaluating only its new checkpoints, and runs that end equal to the
     full grid's (the finished micro study's) wherever the sweep ran them to the end."""
-    workdir = scratch_workflow(tmp_path)
+    study = finished_micro_study
+    workdir = copy_of_study(study, tmp_path / "workdir")
+    for n in (2, 4):
+        for stage in ("train", "evaluation"):
+            shutil.rmtree(workdir / f"results/{stage}/easy/bp4_n{n}_seed0")
+    shutil.rmtree(workdir / "results/fits/easy/bp4")
     configs = (MICRO, ADAPTIVE)
     result = snakemake(workdir, configfiles=configs)
     assert result.returncode == 0, result.stderr[-4000:]
