@@ -565,9 +565,8 @@ def finished_rungs(wildcards):
     """The rungs a swept run trained, once the last round has decided."""
     point = point_of(wildcards)
     study = swept_study_of(point)
-    last = sweep_round(point.problem_set, study.name, len(SWEEP_CAPS) - 2)["arms"]
-    state = last[str(point.n)]
-    reached = len(SWEEP_CAPS) - 1 if state["active"] else state["rung"]
+    last = sweep_round(point.problem_set, study.name, len(SWEEP_CAPS) - 2)
+    reached = rungs.reached_rungs([point.n], last, len(SWEEP_CAPS) - 1)[point.n]
     return rungs.trained_rungs(rung_steps_of(point), reached)
 
 

@@ -112,14 +112,17 @@ def plan_report(
     (its dry run stops at the first decision). A full grid's config is loaded once."""
     with loaded_workflow(configfiles, snakefile, directory) as workflow_api:
         if not _swept_runs(workflow_api):
-            if replay is not None:
-                raise PlanError(
-                    f"--replay {replay}: the config runs the full grid (sweep.mode is not adaptive)"
-                )
+            _refuse_replay_of_full_grid(replay)
             return format_table(summarize(_dry_run(workflow_api, pending_only=False)))
     sweep = sweep_plan(configfiles, snakefile, directory, replay)
     assert sweep is not None  # the same config was just found adaptive
     return format_sweep_plan(sweep)
+
+
+def _refuse_replay_of_full_grid(replay: str | Path | None) -> None:
+    """A replay's share scales a sweep's swept training: a config without one has nothing to scale."""
+    if replay is not None:
+        raise PlanError(f"--replay {replay}: the config runs the full grid (sweep.mode is not adaptive)")
 
 
 def _swept_runs(workflow_api: Any) -> set[str]:
@@ -208,8 +211,7 @@ def sweep_plan(
     with loaded_workflow(configfiles, snakefile, directory) as workflow_api:
         swept = _swept_runs(workflow_api)
     if not swept:
-        if replay is not None:
-            raise PlanError(f"--replay {replay}: the config runs the full grid (sweep.mode is not adaptive)")
+        _refuse_replay_of_full_grid(replay)
         return None
     worst = dry_run_jobs(configfiles, snakefile, directory, overrides=FULL_GRID)
     training = sum(job.gpu_hours for job in worst if job.rule == TRAINING_RULE and job.run in swept)

@@ -5,19 +5,20 @@ from pathlib import Path
 
 from isocompute.adaptive import sweep_summary
 from isocompute.config import figure_style
-from isocompute.files import write_json
 from isocompute.figures import plot_sweep_frontier
-from isocompute.rungs import SweepSettings
+from isocompute.files import write_json
+from isocompute.rungs import SweepSettings, reached_rungs
 from isocompute.workflow import start_job
 
 start_job(snakemake.log[0])
 params = snakemake.params
 rounds = [json.loads(Path(path).read_text()) for path in snakemake.input.rounds]
-last = rounds[-1]["arms"]
+# the rung each arm ended at: the last, where the last round kept it running
+ended = reached_rungs([int(n) for n in params.arms], rounds[-1], len(params.caps) - 1)
 arms = {}
 for n, arm in params.arms.items():
     steps = arm["rung_steps"]
-    reached = steps[-1] if last[str(n)]["active"] else last[str(n)]["steps"]
+    reached = steps[ended[int(n)]]
     arms[int(n)] = {
         "runs": arm["runs"],
         "steps": reached,
