@@ -1,12 +1,20 @@
 """Evaluation tables with a known frontier, drawn the way the pipeline measures them, and how well the fits
-recover it. `python tests/known_truth.py` prints the recovery figures; tests/test_recovery.py asserts them.
+recover it. `python tests/known_truth.py [SEEDS...] [--family=NAME ...]` prints the recovery figures;
+tests/test_recovery.py asserts them.
 
 Each scenario is a family of reward curves R_n(C) (the study's sigmoid) whose true optimum n*(C) is known.
-Runs of B = B_problem * n rollouts per step save at log-spaced compute targets rounded to whole steps, so a
-large n is first measured at a larger compute (staggered ranges), exactly as `grid.checkpoint_steps` does.
-Every checkpoint is scored as avg@4 of 300 validation problems x 4 samples: problem i solves with
-probability expit(logit(R_n(C)) + z_i), z_i fixed per problem, so problems differ in difficulty and the
-noise is binomial and correlated across checkpoints, as in a real evaluation.
+Runs of B = B_problem * n rollouts per step save either at log-spaced compute targets rounded to whole
+steps (`checkpoints` > 0: a shared compute grid, as `grid.checkpoint_steps` does, so a large n is first
+measured at a larger compute) or at steps 1, 2, 4, ... (`checkpoints` = 0: a per-run power-of-two schedule,
+so a large n has only ~10 points). Every checkpoint is scored as avg@4 of `problems` validation problems x 4
+samples: problem i solves with probability expit(logit(R_n(C)) + z_i), z_i fixed per problem, so problems
+differ in difficulty and the noise is binomial and correlated across checkpoints, as in a real evaluation.
+With `seeds` > 1 each n is trained that many times, each seed's curve its own draw around the true one
+(`SEED_SPREAD`).
+
+Two kinds of scenario: the `SCENARIOS` of the first fits (curves far apart), and the `CLOSE` families of real
+studies, adjacent curves as close as in the paper's Figure 5 (ceilings ~0.03-0.04 apart per doubling of n,
+midpoints growing with n), with their negative cases (flat, constant, falling, not monotone) beside them.
 """
 
 from __future__ import annotations
@@ -34,15 +42,46 @@ K = 4
 PAPER_EASY = (6.09, 4.75, 5.84, 2.73)
 
 
+# A seed's curve around the true one: its ceiling and log10 C_mid drawn with these standard deviations.
+SEED_SPREAD = (0.01, 0.03)
+
+
 @dataclass(frozen=True)
 class Scenario:
-    """Curves per n as (A, log10 C_mid, B) with R0 = `R0`, measured from `compute_min` to `compute_max`."""
+    """Curves per n as (A, log10 C_mid, B) with R0 = `R0`, measured from `compute_min` to `compute_max`.
+
+    With `batch`, a fixed-B study: B_problem = batch / n, and the curves, the compute range and the fit are in
+    optimizer steps M (the fixed-B question's compute), keyed by (B_problem, n)."""
 
     name: str
     curves: dict[int, tuple[float, float, float]]
     compute_min: float
     compute_max: float
     checkpoints: int
+    seeds: int = 1
+    problems: int = PROBLEMS
+    batch: int | None = None
+
+    @property
+    def by(self) -> tuple[str, ...]:
+        return ("b_problem", "n") if self.batch else ("n",)
+
+    @property
+    def compute(self) -> str:
+        return "step" if self.batch else "compute_rollouts"
+
+    def b_problem(self, n: int) -> int:
+        return self.batch // n if self.batch else B_PROBLEM
+
+    def steps(self, n: int) -> list[int]:
+        """The checkpoint steps of n's runs."""
+        if self.batch:
+            return [2**j for j in range(int(np.log2(self.compute_max)) + 1) if 2**j >= self.compute_min]
+        batch = B_PROBLEM * n
+        if self.checkpoints:
+            return checkpoint_steps(batch, int(self.compute_min), int(self.compute_max), self.checkpoints)
+        last = int(self.compute_max // batch)
+        return sorted({*(2**j for j in range(int(np.log2(last)) + 1)), last})
 
     def reward(self, n: int, compute: np.ndarray) -> np.ndarray:
         a, mid, slope = self.curves[n]
@@ -137,34 +176,99 @@ SCENARIOS = {
 }
 
 
+def close_ladder(ns: Sequence[int], first: tuple[float, float], ceiling_step: float = 0.035, mid_step: float = 0.35,
+                 slope: float = 1.0, top: int | None = None, drop: float = 0.03) -> dict[int, tuple[float, float, float]]:  # fmt: skip
+    """Curves as close as in the paper's Figure 5: in the order of `ns`, each next curve's ceiling is
+    `ceiling_step` higher and its midpoint `mid_step` decades later (midpoints roughly proportional to n), up
+    to `top`; beyond it the ceiling falls by `drop` per step. Two neighbours cross on the upper part of the
+    earlier one, so n* climbs `ns` one value at a time, a crossing every ~`mid_step` decades, and near each
+    crossing the two are level: most points of the rise are ties."""
+    rungs = list(ns).index(top) if top is not None else len(ns) - 1
+    return {n: (first[0] + ceiling_step * min(j, rungs) - drop * max(0, j - rungs), first[1] + mid_step * j, slope)
+            for j, n in enumerate(ns)}  # fmt: skip
+
+
+PAPER_NS = (8, 16, 32, 64, 128, 256, 512, 1024)
+# The close families, each drawn on three or more seeds, with per-problem counts and without. Positive: a
+# truth that moves over two decades or more and saturates inside the range, or is still rising at C_max;
+# on a shared compute grid and on per-run power-of-two schedules; one and two seeds per n; at fixed
+# B_problem and at fixed B. Negative: one n best everywhere by a close margin, every n the same curve, a
+# falling n*, and an n* that rises, falls back two doublings for half a decade and rises again.
+CLOSE = {
+    # n* 8 -> 256 between ~5e4 and ~2e6, then flat; the paper preset's shared grid.
+    "close_shared_saturating": Scenario(
+        "close_shared_saturating", close_ladder(PAPER_NS, (0.45, 3.6), top=256), *SHARED_GRID
+    ),
+    # n* 4 -> 512, still rising at C_max; per-run power-of-two checkpoints up to 2^24 rollouts.
+    "close_power2_rising": Scenario(
+        "close_power2_rising", close_ladder((4, 8, 16, 32, 64, 128, 256, 512), (0.40, 3.0), mid_step=0.4), 1.0, 2.0**24, 0
+    ),
+    # n* 2 -> 64 between ~1e4 and ~1e6, then flat; two seeds per n, 400 problems, power-of-two checkpoints.
+    "close_two_seeds": Scenario(
+        "close_two_seeds", close_ladder((2, 4, 8, 16, 32, 64, 128, 256), (0.40, 2.8), 0.03, 0.45, 1.2, top=64),
+        1.0, 2.0**23, 0, seeds=2, problems=400,
+    ),
+    # n* 4 -> 128 on a shared grid from 2^12 with two seeds per n; still rising slowly at C_max.
+    "close_shared_two_seeds": Scenario(
+        "close_shared_two_seeds", close_ladder((4, 8, 16, 32, 64, 128, 256, 512), (0.42, 3.2), 0.03, 0.45),
+        2.0**12, 2.0**24, 24, seeds=2,
+    ),
+    # Fixed B = 8,192: n*(M) 16 -> 256 between M ~ 30 and ~1,500 over six (B_problem, n) pairs, M in steps 1 .. 4,096.
+    "close_fixed_batch": Scenario(
+        "close_fixed_batch", close_ladder((16, 32, 64, 128, 256, 512), (0.45, 0.4), mid_step=0.45, top=256),
+        1.0, 4096.0, 0, batch=8192,
+    ),
+    "close_constant": Scenario(
+        "close_constant", dominated({32: (0.55, 4.6, 1.0)}, {n: 32 for n in PAPER_NS if n != 32}, drop=0.03), *SHARED_GRID
+    ),
+    "close_flat": Scenario("close_flat", {n: (0.55, 4.6, 1.0) for n in PAPER_NS}, *SHARED_GRID),
+    # n* falls 1024 -> 16 between ~5e4 and ~4e6; a shared grid from 2^15, where every n has taken a step.
+    "close_falling": Scenario(
+        "close_falling", close_ladder(PAPER_NS[::-1], (0.45, 3.6), top=16), 2.0**15, 2.0**24, 20
+    ),
+    "close_not_monotone": Scenario(
+        "close_not_monotone",
+        dominated(close_ladder((8, 64, 16, 128, 256), (0.45, 3.6), 0.05, 0.5), {32: 16, 512: 256, 1024: 256}, drop=0.03),
+        *SHARED_GRID,
+    ),
+}
+CLOSE_POSITIVE = [name for name in CLOSE if not name.endswith(("constant", "flat", "falling", "not_monotone"))]
+
+
 def draw(scenario: Scenario, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The evaluation table, per-problem counts and the base model's counts of one repetition."""
     rng = np.random.default_rng(seed)
-    difficulty = rng.normal(0.0, 1.0, PROBLEMS)
-    ids = [f"p{i:03d}" for i in range(PROBLEMS)]
+    difficulty = rng.normal(0.0, 1.0, scenario.problems)
+    ids = [f"p{i:03d}" for i in range(scenario.problems)]
     rows, counts = [], []
     for n in sorted(scenario.curves):
-        batch = B_PROBLEM * n
-        for step in checkpoint_steps(batch, int(scenario.compute_min), int(scenario.compute_max), scenario.checkpoints):
-            compute = float(step * batch)
-            correct = rng.binomial(K, expit(logit(scenario.reward(n, compute)) + difficulty))
-            at = {"run": f"bp{B_PROBLEM}_n{n}_seed0", "b_problem": B_PROBLEM, "n": n, "seed": 0, "step": step,
-                  "compute_rollouts": compute, "compute_tokens": 6 * compute}  # fmt: skip
-            rows.append({**at, **summarize_counts(correct, K)})
-            counts.append(pd.DataFrame({"id": ids, "n_correct": correct, **at}))
+        b_problem = scenario.b_problem(n)
+        batch = b_problem * n
+        a, mid, slope = scenario.curves[n]
+        for run_seed in range(scenario.seeds):
+            offset = rng.normal(0.0, 1.0, 2) * SEED_SPREAD if scenario.seeds > 1 else np.zeros(2)
+            for step in scenario.steps(n):
+                compute = float(step * batch)
+                x = np.log10(step if scenario.batch else compute)
+                reward = reward_curve(x, R0, a + offset[0], mid + offset[1], slope)
+                correct = rng.binomial(K, expit(logit(reward) + difficulty))
+                at = {"run": f"bp{b_problem}_n{n}_seed{run_seed}", "b_problem": b_problem, "n": n, "seed": run_seed,
+                      "step": step, "compute_rollouts": compute, "compute_tokens": 6 * compute}  # fmt: skip
+                rows.append({**at, **summarize_counts(correct, K)})
+                counts.append(pd.DataFrame({"id": ids, "n_correct": correct, **at}))
     base = pd.DataFrame({"id": ids, "n_correct": rng.binomial(K, expit(logit(R0) + difficulty))})
     return pd.DataFrame(rows), pd.concat(counts, ignore_index=True), base
 
 
 def fit_repetition(scenario: Scenario, seed: int, bootstrap: int = 30, counts: bool = True) -> dict:
     """The study fit of one repetition, anchored at its base model's measured avg@4, bootstrapped as the
-    pipeline does (problems, with the base model's counts); without `counts`, no bootstrap, as `isocompute
-    fit` without --counts."""
+    pipeline does (problems and seeds, with the base model's counts); without `counts`, as `isocompute fit`
+    without --counts: the same number of replicas, each curve redrawn from its own residuals."""
     evals, problem_counts, base = draw(scenario, seed)
     base_reward = summarize_counts(base["n_correct"], K)["avg@4"]
-    replicas = resample_evals(problem_counts, K, bootstrap, seed, ("n",), base) if counts else []
-    options = FitOptions("avg@4", "compute_rollouts", ("n",), base_reward=base_reward)
-    return fit_study(evals, options, replicas=replicas, holdout_decades=0.5)
+    replicas = resample_evals(problem_counts, K, bootstrap, seed, scenario.by, base) if counts else []
+    options = FitOptions("avg@4", scenario.compute, scenario.by, base_reward=base_reward)
+    return fit_study(evals, options, replicas=replicas, holdout_decades=0.5, resamples=0 if counts else bootstrap, seed=seed)
 
 
 def recovery(scenario: Scenario, fit: dict, where_moving: bool = False) -> float | None:
@@ -191,21 +295,35 @@ def outside_range(fit: dict) -> int:
     return sum(not ranges[r["n"]][0] / slack <= r["compute"] <= ranges[r["n"]][1] * slack for r in rows)
 
 
-def main(seeds: Sequence[int] = (0, 1, 2), bootstrap: int = 30) -> None:
-    print(f"{'scenario':24} {'counts':>6} {'seed':>4}  {'law':38} {'n* within x2':>12}  {'ties':>4}  {'outside':>7}  holdout")
-    for scenario in SCENARIOS.values():
-        for counts in (True, False) if scenario.name.startswith("shared_grid") else (True,):
+def main(seeds: Sequence[int] = (0, 1, 2), bootstrap: int = 30, names: Sequence[str] = ()) -> None:
+    """Per scenario, counts or not, and seed: the verdict, n* within x2 of the truth where it moves (over
+    every point for a negative case), the replicas' agreement and the law's change with its interval."""
+    print(f"{'scenario':26} {'counts':>6} {'seed':>4}  {'verdict':22} {'law':34} {'x2 moving':>9} {'x2 all':>6} "
+          f"{'agree':>5}  {'rise [95 %]':22} holdout")  # fmt: skip
+    for name, scenario in {**SCENARIOS, **CLOSE}.items():
+        if names and name not in names:
+            continue
+        for counts in (True, False):
             for seed in seeds:
                 fit = fit_repetition(scenario, seed, bootstrap, counts)
                 law = fit["optimum"]["n"]
-                text = (f"L {law['L']:.2f} k {law['k']:.2f} log10C0 {law['log10_c0']:.2f} b {law['b']:.2f}" if law["ok"]
-                        else f"not identified ({law['kind']})")  # fmt: skip
-                share = recovery(scenario, fit, where_moving=scenario.name.startswith("shared_grid"))
+                verdict = law["identified"] if law["ok"] else law["kind"]
+                text = f"L {law['L']:.2f} k {law['k']:.2f} C0 {law['log10_c0']:.2f} b {law['b']:.2f}" if law["ok"] else ""
+                moving = recovery(scenario, fit, where_moving=len(set(scenario.true_optimum(np.geomspace(
+                    scenario.compute_min, scenario.compute_max, 50)))) > 1)  # fmt: skip
+                every = recovery(scenario, fit)
+                rise = law.get("rise") or {}
+                interval = rise.get("interval") or [np.nan, np.nan]
+                rise_text = f"{rise['value']:+.2f} [{interval[0]:+.2f}, {interval[1]:+.2f}]" if rise else "-"
                 check = fit["holdout"]["optimum"]["n"] if fit["holdout"].get("checkable") else fit["holdout"]
-                held = f"within x2 at {check['within_factor_2']:.0%}" if check.get("checkable") else check["reason"][:60]
-                print(f"{scenario.name:24} {'yes' if counts else 'no':>6} {seed:>4}  {text:38} "
-                      f"{'-' if share is None else f'{share:.0%}':>12}  {law['points_tied']:>4}  {outside_range(fit):>7}  {held}")  # fmt: skip
+                held = f"x2 at {check['within_factor_2']:.0%}" if check.get("checkable") else "not checkable"
+                share = lambda v: "-" if v is None else f"{v:.0%}"  # noqa: E731
+                agree = "-" if law.get("agreement") is None else f"{law['agreement']:.0%}"
+                print(f"{name:26} {'yes' if counts else 'no':>6} {seed:>4}  {verdict:22} {text:34} {share(moving):>9} "
+                      f"{share(every):>6} {agree:>5}  {rise_text:22} {held}")  # fmt: skip
 
 
 if __name__ == "__main__":
-    main(tuple(int(s) for s in sys.argv[1:]) or (0, 1, 2))
+    arguments = sys.argv[1:]
+    chosen = [a.split("=", 1)[1] for a in arguments if a.startswith("--family=")]
+    main(tuple(int(s) for s in arguments if s.isdigit()) or (0, 1, 2), names=chosen)

@@ -94,7 +94,22 @@ def test_frontier_band_brackets_the_frontier() -> None:
     assert (band["reward"] <= band["reward_high"] + 1e-9).mean() > 0.9
     for point in result["optimum_points"]:
         assert sum(point["shares"]["n"].values()) == pytest.approx(1.0)
-    assert result["bootstrap"] == {"resamples": 30, "seeds_resampled": False, "base_resampled": False}
+    assert result["bootstrap"] == {"resamples": 30, "kind": "problems", "seeds_resampled": False, "base_resampled": False}
+
+
+def test_without_counts_each_curve_is_redrawn_from_its_own_residuals() -> None:
+    """`isocompute fit` without --counts: the replicas keep each curve's fitted shape and scatter its points by
+    what its own residuals show, so a noisier curve gets wider intervals."""
+    counts = val_counts(200, seed=2, curves={4: (0.2, 0.5, 3.5, 1.2), 32: (0.2, 0.65, 4.5, 1.2)})
+    evals = evals_of(counts)
+    noisy = evals["n"] == 32
+    evals.loc[noisy, "avg@4"] += np.random.default_rng(0).normal(0, 0.05, noisy.sum())
+    result = fit_study(evals, OPTIONS, resamples=40, seed=3)
+    assert result["bootstrap"]["kind"] == "residuals" and result["bootstrap"]["resamples"] == 40
+    width = {c["key"]["n"]: np.diff(c["intervals"]["a"])[0] for c in result["curves"]}
+    assert width[32] > 2 * width[4]
+    again = fit_study(evals, OPTIONS, resamples=40, seed=3)
+    assert again["curves"] == result["curves"]
 
 
 def test_mismatched_problem_sets_are_an_error() -> None:

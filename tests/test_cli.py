@@ -47,7 +47,7 @@ def test_fit_writes_the_documented_schema(tmp_path: Path) -> None:
     assert {"compute", "reward", "n", "reward_low", "reward_high"} <= set(fit["frontier"][0])
     assert all({"range", "flags", "identified"} <= set(c) for c in fit["curves"])
     optimum = fit["optimum"]["n"]
-    assert {"levels", "points_used", "points_tied", "tie_rule", "reversals_fitted_through"} <= set(optimum)
+    assert {"levels", "points_used", "identified", "agreement", "rise", "reversal", "range", "extrapolates"} <= set(optimum)
     assert optimum["ok"] or optimum["reason"]
     assert fit["optimum_at_max_compute"]["n"] == 128
     assert {"compute", "n", "shares", "resolved", "leaders", "tie_reason"} <= set(fit["optimum_points"][-1])

@@ -9,8 +9,6 @@ from isocompute.fitting import (
     FitFailure,
     OptimumFit,
     RewardFit,
-    fit_law,
-    fit_optimum,
     fit_reward,
     optimum_curve,
     record_breaking,
@@ -18,6 +16,7 @@ from isocompute.fitting import (
     reward_fit_from_json,
 )
 from isocompute.frontier import Curve, distinct_computes, frontier
+from isocompute.law import decade_weights, fit_law, judge_law
 from isocompute.study_fits import fit_study
 
 COMPUTE = np.geomspace(1e3, 1e7, 13)
@@ -119,7 +118,7 @@ def test_nstar_sigmoid_recovers_paper_scale_parameters() -> None:
     # The study's Easy, B_problem = 32 fit: L = 6.09, k = 4.75, log10 C0 = 5.84, b = 2.73.
     x = np.linspace(4.0, 7.5, 40)
     y = optimum_curve(x, 6.09, 4.75, 5.84, 2.73) + np.random.default_rng(2).normal(0, 0.1, len(x))
-    fit = fit_optimum(10**x, 2**y)
+    fit = fit_law(10**x, 2**y)
     assert isinstance(fit, OptimumFit)
     assert fit.log10_c0 == pytest.approx(5.84, abs=0.15)
     assert fit.L == pytest.approx(6.09, abs=0.6)
@@ -129,29 +128,51 @@ def test_nstar_sigmoid_recovers_paper_scale_parameters() -> None:
 def test_inverse_sigmoid_of_b_problem_star() -> None:
     x = np.linspace(1.0, 3.5, 30)
     y = optimum_curve(x, -4.0, 5.0, 2.0, 8.0)
-    fit = fit_optimum(10**x, 2**y)
+    fit = fit_law(10**x, 2**y)
     assert isinstance(fit, OptimumFit) and fit.L == pytest.approx(-4.0, abs=0.2)
     assert fit.log10_c0 == pytest.approx(2.0, abs=0.15)
 
 
-def test_laws_are_reported_only_where_the_points_hold_one() -> None:
-    compute = np.geomspace(1e3, 1e6, 8)
-    constant = fit_law(compute, np.full(8, 16), "n")
-    assert isinstance(constant, FitFailure) and constant.kind == "constant" and "constant at 16" in constant.reason
-    step = fit_law(compute, np.array([2, 2, 2, 2, 4, 4, 4, 4]), "n")
-    assert step.kind == "two_levels" and "from 2 to 4" in step.reason and "slope not identified" in step.reason
-    wiggle = fit_law(compute, np.array([8, 8, 32, 32, 16, 16, 64, 64]), "n")
-    assert wiggle.kind == "not_monotone" and "8, 32, 16, 64" in wiggle.reason
-    few = fit_law(compute[:4], np.array([2, 4, 8, 16]), "n")
-    assert few.kind == "too_few_points"
-    thin = fit_law(compute, np.array([2, 2, 2, 2, 4, 16, 16, 16]), "n")
-    assert thin.kind == "thin_transition" and "rests on 1 point(s)" in thin.reason
-    endless = fit_law(np.geomspace(1e3, 1e6, 12), 2 ** np.arange(1, 13), "n")
-    assert isinstance(endless, FitFailure) and endless.kind == "at_bound" and "no plateau" in endless.reason
-    rising = fit_law(compute, np.array([2, 2, 4, 8, 16, 32, 32, 32]), "n")
-    assert isinstance(rising, OptimumFit) and rising.direction == "rising"
-    falling = fit_law(compute, np.array([256, 256, 128, 64, 32, 16, 16, 16]), "b_problem")
-    assert isinstance(falling, OptimumFit) and falling.direction == "falling"
+def test_each_decade_of_compute_weighs_alike() -> None:
+    """Checkpoints dense at low compute (where nothing moves) weigh no more than a sparse high decade."""
+    compute = np.concatenate([np.geomspace(1e3, 1e4, 10), [1e5, 1e6]])
+    weights = decade_weights(compute)
+    assert weights.mean() == pytest.approx(1.0)
+    assert weights[:9].sum() == pytest.approx(weights[10], rel=0.01)  # nine points a ninth of a decade apart
+    assert weights[-1] == pytest.approx(weights[10])
+
+
+def _judge(values: list[int], chosen: list[list[int]]) -> object:
+    compute = np.geomspace(1e3, 1e6, len(values))
+    replicas = [fit_law(compute, np.array(row, dtype=float)) for row in chosen]
+    return judge_law(compute, np.array(values), np.array(chosen, dtype=float), replicas, "n", fit_law(compute, np.array(values)))
+
+
+def test_the_verdict_comes_from_the_replicas() -> None:
+    rising = [2, 2, 4, 8, 16, 32, 32, 32]
+    agreed = _judge(rising, [rising] * 9 + [[2, 2, 2, 8, 16, 32, 32, 64]])
+    assert isinstance(agreed.law, OptimumFit) and agreed.identified == "identified" and agreed.agreement >= 0.8
+    assert agreed.rise["value"] > 3 and agreed.rise["interval"][0] > 0.5
+    constant = _judge([16] * 8, [[16] * 8] * 10)
+    assert constant.law.kind == "constant" and "constant at 16" in constant.law.reason
+    flat = [8, 64, 16, 512, 32, 8, 128, 16]
+    noise = _judge(flat, [list(np.roll(flat, r)) for r in range(10)])
+    assert isinstance(noise.law, FitFailure) and noise.law.kind in ("not_resolved", "noise", "not_monotone")
+    wiggle = [8, 8, 32, 32, 16, 16, 64, 64]
+    reversed_ = _judge(wiggle, [wiggle] * 10)
+    assert reversed_.law.kind == "not_monotone" and "32 -> 16" in reversed_.law.reason
+    split = _judge(wiggle, [wiggle] * 5 + [[8, 8, 16, 32, 32, 32, 64, 64]] * 5)
+    assert split.reversal["replicas"] == 0.5 and getattr(split.law, "kind", None) != "not_monotone"
+    few = _judge([2, 4, 8, 16], [[2, 4, 8, 16]] * 10)
+    assert few.law.kind == "too_few_points"
+    step = _judge([2, 2, 2, 2, 8, 8, 8, 8], [[2, 2, 2, 2, 8, 8, 8, 8]] * 10)
+    assert step.identified == "step" and "from 2 to 8" in step.reason and "slope not identified" in step.reason
+    endless = _judge(list(2 ** np.arange(1, 9)), [list(2 ** np.arange(1, 9))] * 10)
+    assert endless.identified == "plateau_not_reached" and endless.slope_at_top["value"] > 1.5
+    falling = _judge([256, 256, 128, 64, 32, 16, 16, 16], [[256, 256, 128, 64, 32, 16, 16, 16]] * 10)
+    assert isinstance(falling.law, OptimumFit) and falling.law.direction == "falling" and falling.identified
+    unjudged = judge_law(np.geomspace(1e3, 1e6, 8), np.array(rising), None, [], "n", fit_law(np.geomspace(1e3, 1e6, 8), np.array(rising)))
+    assert unjudged.law.kind == "not_judged"
 
 
 def test_unsaturated_curves_are_flagged_but_kept() -> None:

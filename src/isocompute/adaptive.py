@@ -39,7 +39,8 @@ from isocompute.fitted_study import FitOptions
 from isocompute.bootstrap import resample_evals
 from isocompute.fitting import RewardFit, reward_fit_from_json
 from isocompute.rungs import CAP_SLACK, SweepError, SweepSettings, reached_rungs, rung_caps, rung_step
-from isocompute.study_fits import RESOLVED_SHARE, fit_study
+from isocompute.law import RESOLVED_SHARE
+from isocompute.study_fits import fit_study
 
 # The metric's largest value (avg@k, best@k and worst@k are shares): the only bound on an unsaturated curve.
 REWARD_MAX = 1.0
@@ -229,7 +230,7 @@ def decide_round(
     record = {
         "round": index, "cap": cap, "n_top": None if top is None else top["n"],
         "frontier_top": fit["frontier"][-1] if fit["frontier"] else None,
-        "law": {"ok": law["ok"], "kind": law.get("kind")},
+        "law": {"ok": law["ok"], "kind": law.get("kind"), "identified": law.get("identified")},
         "decisions": [asdict(d) for d in decisions],
     }  # fmt: skip
     return record, audit

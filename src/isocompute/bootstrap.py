@@ -1,9 +1,15 @@
 """Bootstrap replicas of an evaluation table, resampling what really varies between repetitions of a study.
 
-A replica draws the validation problems with replacement, the same draw for every run, every checkpoint
-and the base model (so curves stay paired, and the base value that anchors every curve moves with them),
-and recomputes each metric from the per-problem correct counts. Where a curve has several seeds, the
-replica also draws that curve's seeds with replacement, so seed-to-seed variation enters the intervals.
+With per-problem counts (`resample_evals`), a replica draws the validation problems with replacement, the
+same draw for every run, every checkpoint and the base model (so curves stay paired, and the base value
+that anchors every curve moves with them), and recomputes each metric from the per-problem correct counts.
+Where a curve has several seeds, the replica also draws that curve's seeds with replacement, so
+seed-to-seed variation enters the intervals.
+
+Without counts (`residual_replicas`), each curve is redrawn from its own fit and its own residuals: the
+noise a curve shows about its sigmoid is all the table says about what would vary. Curves are redrawn
+independently (the pairing through shared problems is unknown), which makes adjacent curves look less
+alike than a paired draw would: wider, not narrower, intervals.
 """
 
 from __future__ import annotations
@@ -14,6 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from isocompute.fitting import RewardFit
+from isocompute.frontier import Curve
 from isocompute.metrics import per_problem
 
 CHECKPOINT_KEYS = ["run", "problem_set", "b_problem", "n", "seed", "step", "compute_rollouts", "compute_tokens"]
@@ -100,3 +108,32 @@ def _seed_draws(checkpoints: pd.DataFrame, by: list[str], resamples: int, rng: n
             chosen += [seeds[names[i]] for i in rng.integers(0, len(names), size=len(names))]
         draws.append(np.concatenate(chosen))
     return draws
+
+
+def residual_replicas(
+    table: pd.DataFrame, curves: Sequence[Curve], by: Sequence[str], compute: str, metric: str, resamples: int, seed: int
+) -> list[Replica]:
+    """`resamples` replicas of a table of curve points (one row per curve and step, `fitted_study.curve_points`):
+    each point its curve's fitted value plus a residual drawn with replacement from that curve's residuals.
+    A curve without a fit keeps its measured points plus normal noise of the spread of its successive
+    differences / sqrt(2) (what one evaluation's noise would make of them). The draws depend only on `seed`."""
+    rng = np.random.default_rng([seed, 7])
+    fits = {curve.key: curve for curve in curves}
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for index, row in enumerate(table[list(by)].itertuples(index=False)):
+        groups.setdefault(tuple(int(v) for v in row), []).append(index)
+    replicas = []
+    for _ in range(resamples):
+        values = table[metric].to_numpy(dtype=float).copy()
+        for key, members in groups.items():
+            rows = np.array(members)
+            curve, at = fits[key], table[compute].to_numpy(dtype=float)[rows]
+            if isinstance(curve.fit, RewardFit):
+                centre = np.asarray(curve.fit(at), dtype=float)
+                residuals = values[rows] - centre
+                values[rows] = centre + rng.choice(residuals, size=len(rows), replace=True)
+            elif len(rows) >= 3:
+                spread = np.std(np.diff(values[rows][np.argsort(at)]), ddof=1) / np.sqrt(2)
+                values[rows] = values[rows] + rng.normal(0.0, spread, size=len(rows))
+        replicas.append(Replica(table.assign(**{metric: values}), None))
+    return replicas

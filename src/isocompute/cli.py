@@ -81,6 +81,8 @@ def fit_command(args: argparse.Namespace) -> dict:
         frontier_points=args.frontier_points,
         replicas=replicas,
         holdout_decades=args.holdout_decades,
+        resamples=0 if args.counts else args.bootstrap,
+        seed=args.seed,
     )
     return {
         "study": {"kind": "cli", "name": Path(args.evals).stem, "by": by, "fixed": fixed},
@@ -101,7 +103,10 @@ def parser() -> argparse.ArgumentParser:
     fit.add_argument("--out", required=True, help="FITS.json to write")
     fit.add_argument("--counts", help="per-problem correct counts (val_counts) for bootstrap intervals")
     fit.add_argument("--k", type=int, default=4, help="samples per problem in --counts")
-    fit.add_argument("--bootstrap", type=int, default=100, help="resamples of the validation problems")
+    fit.add_argument(
+        "--bootstrap", type=int, default=100,
+        help="replicas of the whole fit: resamples of the validation problems with --counts, else of each curve's residuals",
+    )  # fmt: skip
     fit.add_argument("--seed", type=int, default=0)
     fit.add_argument("--min-compute", type=float, default=0.0)
     fit.add_argument("--frontier-points", type=int, default=60)

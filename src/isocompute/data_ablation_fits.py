@@ -62,7 +62,8 @@ def train_evals(
 def fit_train_metrics(evals: pd.DataFrame, study: Study, fits: Mapping[str, Any], window: float) -> dict[str, Any]:
     """The study's fits of each training metric against compute in rollouts, as `fit_study` fits validation
     metrics (no anchor: the base model's training reward is not measured; no bootstrap: the training
-    metrics are per-run means, not per-problem counts)."""
+    metrics are per-run means, not per-problem counts, so their laws say `not_judged`; the data ablation
+    reads the frontier's n* at a compute point, `optimum_at`)."""
     result: dict[str, Any] = {"study": study.name, "window": window, "fits": {}}
     for metric in TRAIN_METRICS:
         options = FitOptions(

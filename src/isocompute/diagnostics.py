@@ -120,7 +120,7 @@ def nstar_by_metric(study_fits: Mapping[str, Any]) -> pd.DataFrame:
         by = fit["by"]
         points = fit.get("optimum_points") or []
         for index, point in enumerate(points):
-            resolved = point.get("resolved", {})
+            resolved = point.get("resolved") or {}
             rows.append(
                 {
                     "metric": metric,

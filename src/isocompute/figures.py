@@ -204,6 +204,8 @@ def law_label(entry: Mapping[str, Any], column: str) -> str:
     model = optimum_fit_from_json(entry)
     if isinstance(model, FitFailure):
         return f"no law of {AXIS_LABELS[column]}: {model.reason}"
+    if entry.get("identified") not in (None, "identified"):
+        return f"partial law of {AXIS_LABELS[column]}: {entry['reason']}"
     interval = entry.get("intervals", {}).get("log10_c0")
     extra = f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else ""
     return (f"log2 {AXIS_LABELS[column]} = {model.L:.2f} / (1 + exp(-{model.k:.2f} (log10 C - "
@@ -213,13 +215,15 @@ def law_label(entry: Mapping[str, Any], column: str) -> str:
 def optimum_panel(ax: plt.Axes, fit: Mapping[str, Any], column: str) -> None:
     """One optimum (n* or B_problem*) at the measured compute points, log-log, with its law where identified.
 
-    Ties (compute points whose leaders cannot be told apart, `isocompute.ties`) are hollow: the law ignores them.
+    Ties (compute points whose leaders the bootstrap replicas cannot tell apart, `isocompute.ties`) are hollow:
+    they enter the law like every point, and the hollow marker says the law passes between their leaders.
     """
     points = pd.DataFrame(fit["optimum_points"])
     values = sorted({int(c["key"][column]) for c in fit["curves"]})
     entry = fit["optimum"][column]
     if len(points):
-        resolved = points["resolved"].map(lambda r: r[column]) if "resolved" in points else pd.Series(True, index=points.index)
+        flags = points["resolved"] if "resolved" in points else pd.Series(None, index=points.index)
+        resolved = flags.map(lambda r: bool(r[column]) if isinstance(r, Mapping) else True)
         ax.scatter(points.loc[resolved, "compute"], points.loc[resolved, column], color="tab:blue", s=18,
                    label=f"{AXIS_LABELS[column]} at a measured compute point")  # fmt: skip
         if (~resolved).any():

@@ -11,19 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-
 import numpy as np
 import pandas as pd
 
-from isocompute.fitting import (
-    FitFailure,
-    OptimumFit,
-    RewardFit,
-    fit_reward,
-    record_breaking,
-)
+from isocompute.fitting import FitFailure, OptimumFit, RewardFit, fit_reward, record_breaking
 from isocompute.frontier import Curve, frontier
-from isocompute.ties import Ties, law_of_resolved, residual_ties
+from isocompute.law import fit_law
 
 
 @dataclass(frozen=True)
@@ -44,15 +37,14 @@ class StudyFit:
     """Everything fitted for one study and metric, kept as objects until written as JSON.
 
     `envelope` is the frontier on the dense drawing grid; `optimum` the frontier at the distinct measured
-    compute values, the data of the `laws` of x*(C); `ties` the points of `optimum` the curves' own residual
-    noise cannot resolve, which the laws leave out (a bootstrap replaces them with its own).
+    compute values, the data of the `laws` of x*(C), each fitted to x* at every one of those points with no
+    test of what they identify (the bootstrap judges that, `isocompute.law`).
     """
 
     curves: list[Curve]
     envelope: pd.DataFrame
     optimum: pd.DataFrame
     laws: dict[str, OptimumFit | FitFailure]
-    ties: dict[str, Ties]
 
 
 def curve_points(evals: pd.DataFrame, metric: str, compute: str, by: Sequence[str]) -> pd.DataFrame:
@@ -82,17 +74,9 @@ def fit_curves(
     envelope = frontier(curves, grid, by, options.extrapolate)
     optimum = frontier(curves, at, by)
     laws: dict[str, OptimumFit | FitFailure] = {}
-    ties = {column: residual_ties(curves, optimum["compute"].to_numpy(), by, column) for column in by}
     for column in by:
-        earlier = start.laws.get(column) if start else None
-        laws[column] = law_of_resolved(
-            optimum["compute"].to_numpy(),
-            optimum[column].to_numpy(),
-            column,
-            ties[column],
-            earlier if isinstance(earlier, OptimumFit) else None,
-        )
-    return StudyFit(curves, envelope, optimum, laws, ties)
+        laws[column] = fit_law(optimum["compute"].to_numpy(), optimum[column].to_numpy(dtype=float))
+    return StudyFit(curves, envelope, optimum, laws)
 
 
 def json_records(table: pd.DataFrame) -> list[dict[str, Any]]:

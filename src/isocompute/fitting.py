@@ -7,17 +7,15 @@ log2 x* = L / (1 + exp(-k (log10 C - log10 C0))) + b (x* = n* or B_problem*; L <
 A least-squares optimizer always returns numbers, so every fit here also says whether its data determine
 them. A curve fit is made only with more points than free parameters, and carries `flags` for parameters
 the data do not pin down (an asymptote above the last point, a midpoint outside the data, a parameter at
-its bound); it stays usable inside its measured range. A law for x* is reported only where the data hold
-one: at least `LAW_MIN_POINTS` resolved compute points (ties left out, `isocompute.ties`), at least three
-distinct levels of x* and no resolved move against the law's direction, at least two points between the
-lowest and the highest level (the slope and the midpoint rest on them), and no fitted parameter at its bound. Anything else is a `FitFailure` whose `reason` a person can act on
-and whose `kind` the bootstrap counts.
+its bound); it stays usable inside its measured range. What the data identify of a law of x*(C) is judged
+from the bootstrap replicas of the whole estimator (`isocompute.law`). A fit not made is a `FitFailure`
+whose `reason` a person can act on and whose `kind` the bootstrap counts.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -27,9 +25,6 @@ from scipy.optimize import least_squares
 SIGMOID_PARAMS = 4
 # Least-squares evaluations per start: a start that has not converged by then is abandoned (others remain).
 MAX_EVALUATIONS = 300
-# A law of x*(C) needs at least this many compute points and this many distinct levels of x*.
-LAW_MIN_POINTS = 5
-LAW_MIN_LEVELS = 3
 # A curve whose last point holds less than this share of its fitted gain (A - R0) has not saturated.
 SATURATED_SHARE = 0.9
 # A parameter within this share of its bounds' span from a bound is "at its bound".
@@ -102,19 +97,26 @@ def optimum_curve(log10_c: np.ndarray, L: float, k: float, log10_c0: float, b: f
 Bounds = tuple[list[float], list[float]]
 
 
-def _best_fit(
-    func: Any, x: np.ndarray, y: np.ndarray, starts: Sequence[Sequence[float]], bounds: Bounds
+def best_fit(
+    func: Any,
+    x: np.ndarray,
+    y: np.ndarray,
+    starts: Sequence[Sequence[float]],
+    bounds: Bounds,
+    weights: np.ndarray | None = None,
 ) -> tuple[np.ndarray, float] | None:
-    """Least squares from several starts; the parameters with the lowest error, or None if none is finite.
+    """Least squares from several starts; the parameters with the lowest (weighted) rms error, or None if
+    none is finite. `weights` multiply the residuals (the square roots of the points' weights).
 
     A start that runs out of evaluations keeps where it got to: a parameter the data do not determine
     runs towards its bound, which the callers test, rather than making the fit vanish.
     """
+    scale = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=float)
     best: tuple[np.ndarray, float] | None = None
     for start in starts:
         start = np.clip(start, bounds[0], bounds[1])
         result = least_squares(
-            lambda p: func(x, *p) - y, start, bounds=bounds, max_nfev=MAX_EVALUATIONS, ftol=1e-6, xtol=1e-6
+            lambda p: scale * (func(x, *p) - y), start, bounds=bounds, max_nfev=MAX_EVALUATIONS, ftol=1e-6, xtol=1e-6
         )
         error = float(np.sqrt(np.mean(result.fun**2)))
         if np.isfinite(error) and (best is None or error < best[1]):
@@ -182,10 +184,10 @@ def fit_reward(
         starts = [[start.r0, start.a, start.log10_c_mid, start.b]]
     bounds = ([0.0, 0.0, low - 3.0, 0.05], [1.0, 1.0, high + 3.0, 10.0])
     if r0 is None:
-        best = _best_fit(reward_curve, x, y, starts, bounds)
+        best = best_fit(reward_curve, x, y, starts, bounds)
     else:
         anchored = lambda log10_c, a, mid, b: reward_curve(log10_c, r0, a, mid, b)  # noqa: E731
-        best = _best_fit(anchored, x, y, [s[1:] for s in starts], (bounds[0][1:], bounds[1][1:]))
+        best = best_fit(anchored, x, y, [s[1:] for s in starts], (bounds[0][1:], bounds[1][1:]))
         best = None if best is None else (np.concatenate([[r0], best[0]]), best[1])
     if best is None:
         return FitFailure("no_convergence", "least squares did not converge from any start")
@@ -211,41 +213,6 @@ def _reward_flags(fit: RewardFit, log10_range: tuple[float, float], bounds: Boun
     return tuple(flags)
 
 
-def fit_optimum(compute: np.ndarray, optimum: np.ndarray, start: OptimumFit | None = None) -> OptimumFit | FitFailure:
-    """Least squares of the logistic of log2 x* in log10 C, with no test of what the data identify.
-
-    The bounds keep every parameter within reach of the data, so that a parameter the data do not
-    determine runs into one (and `fit_law` reports it) instead of drifting to an arbitrary value.
-    """
-    x = np.log10(np.asarray(compute, dtype=float))
-    y = np.log2(np.asarray(optimum, dtype=float))
-    bounds = _optimum_bounds(x, y)
-    direction = 1.0 if y[-1] >= y[0] else -1.0
-    span = max(float(np.ptp(y)), 1.0)
-    if start is None:
-        starts = [
-            [direction * span, slope, mid, float(y.min() if direction > 0 else y.max())]
-            for mid, slope in itertools.product(np.linspace(x.min(), x.max(), 5), (1.0, 5.0, 20.0))
-        ]
-    else:
-        starts = [[start.L, start.k, start.log10_c0, start.b]]
-    best = _best_fit(optimum_curve, x, y, starts, bounds)
-    if best is None:
-        return FitFailure("no_convergence", "least squares did not converge from any start")
-    (L, k, x0, b), error = best
-    return OptimumFit(float(L), float(k), float(x0), float(b), error, len(x))
-
-
-def _optimum_bounds(x: np.ndarray, y: np.ndarray) -> Bounds:
-    """L within 4 spans of the data, k up to a step over 1 % of a decade, C0 within 2 decades, b near the data."""
-    span = float(np.ptp(y)) + 1.0
-    low, high = float(x.min()), float(x.max())
-    return (
-        [-4 * span, 0.01, low - 2.0, float(y.min()) - 4 * span],
-        [4 * span, 100.0, high + 2.0, float(y.max()) + 4 * span],
-    )
-
-
 def levels(values: Sequence[int]) -> list[int]:
     """The sequence of distinct values along increasing compute, repeats collapsed (2,2,4,4,8 -> 2,4,8)."""
     return [int(v) for v, _ in itertools.groupby(values)]
@@ -254,86 +221,6 @@ def levels(values: Sequence[int]) -> list[int]:
 def optimum_name(column: str) -> str:
     """How the text names the optimum of a grid column: n*, B_problem*."""
     return {"n": "n*", "b_problem": "B_problem*"}.get(column, f"{column}*")
-
-
-def direction(values: Sequence[int]) -> int:
-    """+1 for a rising sequence of x*, -1 for a falling one: the sign from first to last, else of the first change."""
-    changes = [b - a for a, b in itertools.pairwise(values) if b != a]
-    if not changes:
-        return 0
-    overall = values[-1] - values[0]
-    return int(np.sign(overall if overall else changes[0]))
-
-
-def reversals(values: Sequence[int]) -> list[int]:
-    """The indices i where x* moves against the sequence's direction from point i - 1 to point i."""
-    sign = direction(values)
-    return [i for i in range(1, len(values)) if sign and np.sign(values[i] - values[i - 1]) == -sign]
-
-
-def fit_law(
-    compute: np.ndarray,
-    optimum: np.ndarray,
-    column: str,
-    start: OptimumFit | None = None,
-    noise_reversals: Collection[int] = (),
-    ties_between: int = 0,
-) -> OptimumFit | FitFailure:
-    """The law of x*(C) where the points hold one, else a `FitFailure` saying why not.
-
-    `compute` and `optimum` are the optimum at each resolved compute value (ties left out), in increasing
-    compute. A move against the overall direction refuses the law, except at the indices in
-    `noise_reversals`: reversals the caller found inside the noise, which the fit goes through.
-    `ties_between` counts the ties left out whose leaders all lie between the lowest and the highest level:
-    they show the change passing through intermediate values, so they count towards the transition's points.
-    """
-    compute = np.asarray(compute, dtype=float)
-    values = [int(v) for v in optimum]
-    name = optimum_name(column)
-    if not len(values):
-        return FitFailure("no_points", "no compute point has a frontier")
-    steps = levels(values)
-    distinct = sorted(set(values))
-    if len(distinct) == 1:
-        return FitFailure(
-            "constant", f"{name} constant at {steps[0]} over C in [{compute.min():.3g}, {compute.max():.3g}]"
-        )
-    resolved = [i for i in reversals(values) if i not in set(noise_reversals)]
-    if resolved:
-        where = "; ".join(f"{values[i - 1]} -> {values[i]} at C = {compute[i]:.3g}" for i in resolved)
-        return FitFailure("not_monotone", f"{name} not monotone: {', '.join(map(str, steps))} (resolved: {where})")
-    if len(values) < LAW_MIN_POINTS:
-        return FitFailure("too_few_points", f"{len(values)} compute points, need {LAW_MIN_POINTS} for a law of {name}")
-    if len(distinct) < LAW_MIN_LEVELS:
-        change = next(i for i in range(1, len(values)) if values[i] != values[i - 1])
-        at = float(np.sqrt(compute[change - 1] * compute[change]))
-        return FitFailure(
-            "two_levels",
-            f"two levels only: a step at C = {at:.2g} from {values[change - 1]} to {values[change]}; slope not identified",
-        )
-    between = sum(distinct[0] < v < distinct[-1] for v in values) + ties_between
-    if between < 2:
-        return FitFailure(
-            "thin_transition",
-            f"the change of {name} from {steps[0]} to {steps[-1]} rests on {between} point(s) between its lowest "
-            f"and highest level (resolved, or ties between two intermediate values); slope and midpoint not identified",
-        )
-    fit = fit_optimum(compute, np.asarray(values, dtype=float), start)
-    if isinstance(fit, FitFailure):
-        return fit
-    x, y = np.log10(compute), np.log2(values)
-    stuck = at_bounds(["L", "k", "log10_c0", "b"], [fit.L, fit.k, fit.log10_c0, fit.b], _optimum_bounds(x, y))
-    if stuck:
-        meaning = {
-            ("k", "upper"): "the change is sharper than the compute points resolve",
-            ("k", "lower"): "no plateau: the change is too gradual to tell from a straight line in log-log",
-            ("log10_c0", "lower"): "the midpoint lies below the measured range",
-            ("log10_c0", "upper"): "the midpoint lies above the measured range",
-        }
-        plateau = "no plateau of the optimum within the measured range"
-        reasons = "; ".join(f"{p} at its {side} bound ({meaning.get((p, side), plateau)})" for p, side in stuck)
-        return FitFailure("at_bound", reasons)
-    return fit
 
 
 def fit_to_json(fit: Fit) -> dict[str, Any]:

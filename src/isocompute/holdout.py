@@ -3,13 +3,13 @@
 A law of x*(C) is worth acting on only beyond the compute it was fitted on, which is exactly what a
 single fit cannot show. So the top `decades` of measured compute are held out, every curve and the law
 are refitted on the rest, and their predictions (the truncated curves extrapolated, by design here; the
-truncated law) are compared at the held-out compute points with what the full data give there. Where the
-truncated data identify no law, the check says so: the law is then not checkable on this range.
+truncated law, fitted as the full law is, to x* at every truncated compute point) are compared at the
+held-out compute points with what the full data give there. Where the truncated data hold no law to fit
+(too few points, or one value of x* throughout), the check says so: the law is then not checkable there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -17,20 +17,13 @@ import numpy as np
 import pandas as pd
 
 from isocompute.fitted_study import FitOptions, StudyFit, fit_curves, json_records
-from isocompute.fitting import FitFailure, OptimumFit, fit_to_json
+from isocompute.fitting import FitFailure, OptimumFit, fit_to_json, optimum_name
 from isocompute.frontier import distinct_computes
-from isocompute.ties import Ties, law_of_resolved
+from isocompute.law import LAW_MIN_POINTS
 
 
-def holdout_check(
-    table: pd.DataFrame, options: FitOptions, full: StudyFit, decades: float, ties: Mapping[str, Ties]
-) -> dict[str, Any]:
-    """Refit on compute up to max / 10**decades; errors of the predicted frontier reward and optimum above it.
-
-    The truncated law leaves out the same ties as the full fit (`ties`, at the full fit's compute points):
-    whether the leaders at a compute point can be told apart is a property of what was measured there,
-    which truncation does not change, and the full fit's bootstrap decided it where there was one.
-    """
+def holdout_check(table: pd.DataFrame, options: FitOptions, full: StudyFit, decades: float) -> dict[str, Any]:
+    """Refit on compute up to max / 10**decades; errors of the predicted frontier reward and optimum above it."""
     compute = options.compute
     top = float(table[compute].max())
     cutoff = top / 10**decades
@@ -51,7 +44,7 @@ def holdout_check(
         {"mean_abs": float(errors.mean()), "max_abs": float(errors.max()), "points": len(errors)} if len(errors) else None
     )
     result["optimum"] = {}
-    laws = {column: _truncated_law(truncated, full, column, ties[column]) for column in options.by}
+    laws = {column: _truncated_law(truncated, column) for column in options.by}
     result["laws"] = {column: fit_to_json(law) for column, law in laws.items()}
     for column in options.by:
         points[f"{column}_full"] = held[column].to_numpy()
@@ -73,10 +66,11 @@ def holdout_check(
     return result
 
 
-def _truncated_law(truncated: StudyFit, full: StudyFit, column: str, ties: Ties) -> OptimumFit | FitFailure:
-    """The truncated data's law of x*, fitted to the points the full fit resolved."""
-    full_logs = np.log10(full.optimum["compute"].to_numpy())
-    compute = truncated.optimum["compute"].to_numpy()
-    nearest = np.abs(full_logs[None, :] - np.log10(compute)[:, None]).argmin(axis=1)
+def _truncated_law(truncated: StudyFit, column: str) -> OptimumFit | FitFailure:
+    """The truncated data's law of x*, or why they hold none to check."""
     values = truncated.optimum[column].to_numpy()
-    return law_of_resolved(compute, values, column, ties.at(nearest).without_lone_extremes(values))
+    if len(values) < LAW_MIN_POINTS:
+        return FitFailure("too_few_points", f"{len(values)} compute points below the cutoff, need {LAW_MIN_POINTS}")
+    if len(set(values.tolist())) == 1:
+        return FitFailure("constant", f"{optimum_name(column)} constant at {int(values[0])} below the cutoff")
+    return truncated.laws[column]

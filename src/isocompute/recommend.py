@@ -37,13 +37,20 @@ def _optimum_at(fit: Mapping[str, Any], column: str, compute: float) -> dict[str
     law = optimum_fit_from_json(entry)
     low, high = _measured_range(fit)
     if not isinstance(law, FitFailure):
+        partial = entry.get("identified") not in (None, "identified")
+        if partial and not low <= compute <= high:
+            raise NoRecommendation(
+                f"C = {compute:.4g} lies outside the measured range [{low:.4g}, {high:.4g}] and the law of "
+                f"{NAMES.get(column, column)} is partial, so it predicts only inside: {entry['reason']}"
+            )
         samples = entry.get("samples")
         draws = [2 ** optimum_curve(math.log10(compute), *sample) for sample in samples] if samples else []
+        kind = {"step": " (a step)", "plateau_not_reached": " (plateau not reached)"}.get(entry.get("identified"), "")
         return {
             "value": float(law(compute)),
             "interval": [float(v) for v in np.percentile(draws, [2.5, 97.5])] if draws else None,
             "share": None,
-            "source": f"law of {NAMES.get(column, column)}",
+            "source": f"law of {NAMES.get(column, column)}{kind}",
         }
     points = pd.DataFrame(fit["optimum_points"])
     if points.empty:

@@ -406,7 +406,7 @@ def fit_one(config: Mapping[str, Any], level: str, b_problem: int, sub: str) -> 
     evaluated_on = "train" if sub else "validation"
     points = [
         {"policy": POLICY, "level": level, "b_problem": b_problem, "evaluated_on": evaluated_on,
-         "compute": point["compute"], "n_star": int(point["n"]), "resolved": point.get("resolved", {}).get("n"),
+         "compute": point["compute"], "n_star": int(point["n"]), "resolved": (point.get("resolved") or {}).get("n"),
          "verdict": verdict}
         for point in fit["optimum_points"]
     ]

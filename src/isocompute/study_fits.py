@@ -2,9 +2,9 @@
 
 For one metric and compute measure (`fit_study`): a sigmoid per curve, the frontier inside the measured
 ranges, the optimum x* at every distinct measured compute value, the law of x*(C) where those points hold
-one, bootstrap intervals with the share of replicas choosing each x*, and the held-out check of whether the
-law predicts. `fit_configured_study` does this for avg@k, best@k and worst@k of a configured study,
-bootstrapping the headline fit. Figures and the recommendation read only this JSON.
+one (judged from the bootstrap of the whole estimator, `isocompute.law`), intervals with the share of
+replicas choosing each x*, and the held-out check of whether the law predicts. `fit_configured_study` does
+this for avg@k, best@k and worst@k of a configured study. Figures and the recommendation read only this JSON.
 """
 
 from __future__ import annotations
@@ -17,28 +17,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from isocompute.bootstrap import Replica, residual_replicas, resample_evals
 from isocompute.fitted_study import FitOptions, StudyFit, curve_points, fit_curves, json_records
-from isocompute.bootstrap import Replica, resample_evals
-from isocompute.fitting import (
-    FitFailure,
-    OptimumFit,
-    RewardFit,
-    direction,
-    fit_optimum,
-    fit_to_json,
-    levels,
-    optimum_name,
-    parameter_intervals,
-    reversals,
-)
+from isocompute.fitting import FitFailure, OptimumFit, RewardFit, fit_to_json, levels, parameter_intervals
 from isocompute.frontier import Curve, distinct_computes
 from isocompute.holdout import holdout_check
+from isocompute.law import LawVerdict, judge_law
 from isocompute.metrics import metric_names
 from isocompute.studies import Study
-from isocompute.ties import RESOLVED_SHARE, Ties, bootstrap_ties, law_of_resolved, reversal_share
-
-# Points of the dense grid on which a replica's law is compared with the point estimate's.
-LAW_COMPARISON_POINTS = 50
+from isocompute.ties import Ties, bootstrap_ties
 
 
 def fit_study(
@@ -48,12 +35,17 @@ def fit_study(
     frontier_points: int = 60,
     replicas: Sequence[Replica] = (),
     holdout_decades: float = 0.0,
+    resamples: int = 0,
+    seed: int = 0,
 ) -> dict[str, Any]:
     """The study's fits of one metric in one compute measure, as JSON.
 
-    `replicas` are bootstrap replicas of `evals` (with the base model's value where it anchors the curves);
-    each is refitted from the point estimate and gives intervals, a band on the frontier and the share of
-    replicas choosing each optimum.
+    `replicas` are bootstrap replicas of `evals` from per-problem counts (with the base model's value where it
+    anchors the curves); without them, `resamples` replicas redraw each curve from its own residuals
+    (`bootstrap.residual_replicas`, drawn from `seed`). Each replica refits every curve from the point
+    estimate, takes its own frontier at the same compute points and fits its own law: the intervals, the
+    frontier's band, the share of replicas choosing each optimum and the law's verdict (`law.judge_law`)
+    come from the whole estimator.
     """
     by = list(options.by)
     table = curve_points(evals, options.metric, options.compute, by)
@@ -62,6 +54,9 @@ def fit_study(
     grid = np.geomspace(measured.min(), measured.max(), frontier_points) if len(measured) else np.array([])
     at = distinct_computes(measured)
     point = fit_curves(table, options, grid, at)
+    kind = "problems" if replicas else ("residuals" if resamples else None)
+    if not replicas and resamples:
+        replicas = residual_replicas(table, point.curves, by, options.compute, options.metric, resamples, seed)
     fitted = [
         fit_curves(
             curve_points(r.evals, options.metric, options.compute, by),
@@ -74,11 +69,18 @@ def fit_study(
     ]
     computes = point.optimum["compute"].to_numpy()
     chosen = {column: np.vstack([_at(r.optimum, column, computes) for r in fitted]) for column in by} if fitted else {}
-    ties = {
-        column: bootstrap_ties(point.optimum[column].to_numpy(), chosen[column], column) if fitted else point.ties[column]
+    ties = {column: bootstrap_ties(point.optimum[column].to_numpy(), chosen[column], column) for column in chosen}
+    verdicts = {
+        column: judge_law(
+            computes,
+            point.optimum[column].to_numpy(),
+            chosen.get(column),
+            [r.laws[column] for r in fitted],
+            column,
+            point.laws[column],
+        )
         for column in by
     }
-    through = {column: _refit_law(point, fitted, column, ties[column], chosen.get(column)) for column in by}
     result: dict[str, Any] = {
         "metric": options.metric,
         "compute": options.compute,
@@ -89,20 +91,21 @@ def fit_study(
         "extrapolate": options.extrapolate,
         "bootstrap": {
             "resamples": len(fitted),
-            "seeds_resampled": bool(replicas) and _seeds_resampled(evals, by),
+            "kind": kind,
+            "seeds_resampled": kind == "problems" and _seeds_resampled(evals, by),
             "base_resampled": bool(replicas) and replicas[0].base is not None and options.base_reward is not None,
         },
         "measured": table.to_dict(orient="records"),
         "curves": [_curve_json(curve, [r.curves[i].fit for r in fitted], by) for i, curve in enumerate(point.curves)],
         "frontier": json_records(point.envelope),
         "optimum_points": _optimum_points(point, chosen, ties),
-        "optimum": {column: _law_json(point, fitted, column, ties[column], through[column]) for column in by},
+        "optimum": {column: _law_json(point, verdicts[column], column) for column in by},
         "optimum_at_max_compute": (
             {**{column: int(point.optimum[column].iloc[-1]) for column in by}, "compute": float(point.optimum["compute"].iloc[-1])}
             if len(point.optimum)
             else None
         ),
-        "holdout": holdout_check(table, options, point, holdout_decades, ties) if holdout_decades > 0 else None,
+        "holdout": holdout_check(table, options, point, holdout_decades) if holdout_decades > 0 else None,
     }
     if fitted and len(point.envelope):
         bands = np.vstack([_on_grid(r.envelope, point.envelope["compute"]) for r in fitted])
@@ -136,75 +139,29 @@ def _curve_json(curve: Curve, replicas: Sequence[RewardFit | FitFailure], by: Se
     return entry
 
 
-def _law_json(
-    point: StudyFit, fitted: Sequence[StudyFit], column: str, ties: Ties, through: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """The law with the levels and number of the resolved points it was fitted to, the ties it left out and
-    the reversals inside the noise it was fitted through."""
-    law = point.laws[column]
-    used = point.optimum[column].to_numpy()[ties.resolved]
-    entry = {**fit_to_json(law), "levels": levels(used.tolist()), "points_used": len(used),
-             "points_tied": int(ties.tie.sum()), "tie_rule": ties.rule, "reversals_fitted_through": through}  # fmt: skip
-    entry.update(parameter_intervals(law, [r.laws[column] for r in fitted]))
-    if fitted:
-        entry["replicas_failed"] = _failures([r.laws[column] for r in fitted])
+def _law_json(point: StudyFit, verdict: LawVerdict, column: str) -> dict[str, Any]:
+    """The law with its verdict (what it identifies, its agreement, rise and reversal), the levels the
+    frontier's x* passes through, and the replicas' parameters and intervals."""
+    values = point.optimum[column].to_numpy()
+    entry = {**verdict.to_json(), **fit_to_json(verdict.law), "levels": levels(values.tolist())}
+    central = point.laws[column]
+    if isinstance(verdict.law, FitFailure) and isinstance(central, OptimumFit):
+        entry["central"] = asdict(central)
+    entry.update(parameter_intervals(central, verdict.replicas))
+    if verdict.replicas:
+        entry["replicas_failed"] = _failures(verdict.replicas)
     return entry
 
 
-def _refit_law(
-    point: StudyFit, fitted: Sequence[StudyFit], column: str, ties: Ties, chosen: np.ndarray | None
-) -> list[dict[str, Any]]:
-    """Fit the law of the point estimate to its resolved compute points, and judge it by its replicas.
-
-    Ties are no evidence for (or against) a law and are left out. A move of x* against the law's direction
-    refuses the law only where the replicas resolve it (`ties.reversal_share`); one inside the noise is
-    fitted through and returned. Each replica fits the same form to its own optimum at the same points, with
-    no gates of its own (its noisy points are not the question): the law is reproduced where at least
-    `RESOLVED_SHARE` of the replicas' laws predict x* within a factor 2 of the point estimate's across the
-    range of the resolved points.
-    """
-    keep = ties.resolved
-    at = point.optimum["compute"].to_numpy()[keep]
-    values = [int(v) for v in point.optimum[column].to_numpy()[keep]]
-    indices = np.flatnonzero(keep)
-    sign = direction(values)
-    through, noise = [], []
-    for i in reversals(values):
-        share = reversal_share(chosen, indices[i - 1], indices[i], sign)
-        if share is not None and share < RESOLVED_SHARE:
-            noise.append(i)
-            through.append({"from": values[i - 1], "to": values[i], "compute": float(at[i]), "replicas": share})
-    law = law_of_resolved(point.optimum["compute"].to_numpy(), point.optimum[column].to_numpy(), column, ties, None, noise)
-    point.laws[column] = law
-    if not isinstance(law, OptimumFit) or not fitted:
-        return through
-    grid = np.geomspace(at.min(), at.max(), LAW_COMPARISON_POINTS)
-    agree = []
-    for replica in fitted:
-        replica_values = _at(replica.optimum, column, at)
-        has = ~np.isnan(replica_values)
-        made = fit_optimum(at[has], replica_values[has], start=law)
-        replica.laws[column] = made
-        agree.append(isinstance(made, OptimumFit) and bool(np.all(np.abs(np.log2(made(grid) / law(grid))) <= 1.0)))
-    reproduced = float(np.mean(agree))
-    if reproduced < RESOLVED_SHARE:
-        point.laws[column] = FitFailure(
-            "not_reproduced",
-            f"the replicas' laws predict {optimum_name(column)} within a factor 2 of this law across C in "
-            f"[{at.min():.3g}, {at.max():.3g}] in only {reproduced:.0%} of bootstrap replicas (needs "
-            f"{RESOLVED_SHARE:.0%}): a law of this sample, not of the data's population",
-        )
-    return through
-
-
 def _optimum_points(point: StudyFit, chosen: Mapping[str, np.ndarray], ties: Mapping[str, Ties]) -> list[dict[str, Any]]:
-    """The optimum at each distinct measured compute: whether it is a tie (with its leaders and why) or
-    resolved, and with a bootstrap the share of replicas choosing each value."""
+    """The optimum at each distinct measured compute: with a bootstrap, whether it is a tie (with its leaders
+    and why) or resolved, and the share of replicas choosing each value. Information for the reader: every
+    point enters the law."""
     rows = json_records(point.optimum.drop(columns=["extrapolated"]))
     for index, row in enumerate(rows):
-        row["resolved"] = {column: bool(tie.resolved[index]) for column, tie in ties.items()}
-        row["leaders"] = {column: tie.leaders[index] for column, tie in ties.items()}
-        row["tie_reason"] = {column: tie.reasons[index] for column, tie in ties.items()}
+        row["resolved"] = {column: bool(tie.resolved[index]) for column, tie in ties.items()} or None
+        row["leaders"] = {column: tie.leaders[index] for column, tie in ties.items()} or None
+        row["tie_reason"] = {column: tie.reasons[index] for column, tie in ties.items()} or None
         if chosen:
             row["shares"] = {}
             for column, matrix in chosen.items():
@@ -233,9 +190,9 @@ def fit_configured_study(
 ) -> dict[str, Any]:
     """Fit avg@k, best@k and worst@k of a study in each of its compute measures.
 
-    The bootstrap (a refit per resample of problems, seeds and the base model's counts) runs for the
-    headline metric in the study's first compute measure, the fit the figures' bands and the
-    recommendation's intervals come from. Points below `options["min_compute"]` rollouts are dropped
+    Every fit is bootstrapped with the same replicas (resamples of problems, seeds and the base model's
+    counts), since each law's verdict comes from its replicas; the headline metric in the study's first
+    compute measure is the fit the recommendation reads. Points below `options["min_compute"]` rollouts are dropped
     before fitting, so the same checkpoints are left out whichever measure the curve is drawn in.
     """
     keep = evals["compute_rollouts"] >= options["min_compute"]
@@ -259,7 +216,7 @@ def fit_configured_study(
                 ),
                 min_compute=options["min_compute"],
                 frontier_points=options["frontier_points"],
-                replicas=replicas if (metric, compute) == headline else (),
+                replicas=replicas,
                 holdout_decades=options["holdout_decades"],
             )
             for compute in study.compute_measures
