@@ -14,10 +14,10 @@ from typing import Any, Protocol
 
 import pandas as pd
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
 from isocompute.answers import is_correct
-from isocompute.prompts import model_input
+from isocompute.prompts import prompt_token_ids
 from isocompute.specs import SamplingSpec
 
 
@@ -42,9 +42,9 @@ class TransformersSampler:
     given seed and batch size."""
 
     def __init__(self, model_path: str, sampling: SamplingSpec, seed: int, batch_size: int) -> None:
-        self.tokenizer = AutoTokenizer.from_pretrained(model_path, padding_side="left")
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        self.model = AutoModelForCausalLM.from_pretrained(model_path).to(self.device).eval()
+        model, self.tokenizer = load_for_sampling(model_path, sampling)
+        self.model = model.to(self.device)
         self.sampling = sampling
         self.batch_size = batch_size
         self.generator_seed = seed
@@ -55,7 +55,8 @@ class TransformersSampler:
         per_batch = max(1, self.batch_size // k)
         for start in range(0, len(prompts), per_batch):
             chunk = prompts[start : start + per_batch]
-            generated, lengths = generate_token_ids(self.model, self.tokenizer, self.sampling, chunk, k)
+            prompt_ids = prompt_token_ids(self.tokenizer, chunk, self.sampling.chat_template)
+            generated, lengths = generate_token_ids(self.model, self.tokenizer, prompt_ids, k)
             texts = self.tokenizer.batch_decode(generated, skip_special_tokens=True)
             for row in range(len(chunk)):
                 results.append([Completion(texts[row * k + j], lengths[row * k + j]) for j in range(k)])
@@ -65,42 +66,73 @@ class TransformersSampler:
         """Nothing held beyond what garbage collection frees."""
 
 
+def stop_token_ids(tokenizer: Any, generation_config: GenerationConfig) -> list[int]:
+    """Where a completion ends: the tokenizer's eos and every eos id of the model's saved generation_config
+    (instruct models list their end-of-turn tokens there: Qwen2.5's <|im_end|> and <|endoftext|>). TRL's
+    `GRPOTrainer` ends training rollouts at this set and vLLM adds the same ids to every request's stops."""
+    saved = generation_config.eos_token_id
+    ids = [] if saved is None else [saved] if isinstance(saved, int) else list(saved)
+    return ids if tokenizer.eos_token_id in ids else [tokenizer.eos_token_id, *ids]
+
+
+def sampling_config(sampling: SamplingSpec, stop_ids: list[int], pad: int) -> GenerationConfig:
+    """Every setting transformers' `generate` samples with, from the study's sampling settings alone: no
+    top-k, min-p or repetition penalty, as vLLM's `SamplingParams` and TRL's training rollouts have them."""
+    return GenerationConfig(
+        do_sample=True,
+        temperature=sampling.temperature,
+        top_p=sampling.top_p,
+        top_k=0,
+        repetition_penalty=1.0,
+        max_new_tokens=sampling.max_new_tokens,
+        pad_token_id=pad,
+        eos_token_id=stop_ids,
+    )
+
+
+def load_for_sampling(model_path: str, sampling: SamplingSpec) -> tuple[Any, Any]:
+    """A saved causal LM (in eval mode) and its left-padding tokenizer, ready for `generate_token_ids`.
+
+    The model's own generation_config is replaced by `sampling_config`: `generate` fills every setting left
+    unset from it, so Qwen2.5-Instruct's saved repetition_penalty 1.05 and top_k 20 would reach bucketing and
+    evaluation on this backend while vLLM, given explicit `SamplingParams`, takes only its eos ids. A
+    tokenizer without a pad token (Llama's) pads with eos, as TRL's `GRPOTrainer` does.
+    """
+    tokenizer = AutoTokenizer.from_pretrained(model_path, padding_side="left")
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(model_path).eval()
+    stops = stop_token_ids(tokenizer, model.generation_config)
+    model.generation_config = sampling_config(sampling, stops, tokenizer.pad_token_id)
+    return model, tokenizer
+
+
 def generate_token_ids(
-    model: Any, tokenizer: Any, sampling: SamplingSpec, prompts: Sequence[str], k: int
+    model: Any, tokenizer: Any, prompt_ids: Sequence[list[int]], k: int
 ) -> tuple[torch.Tensor, list[int]]:
-    """k sampled continuations of each prompt, one batched left-padded `generate` on the model's device: the
-    generated token ids (prompt i's j-th in row i * k + j) and each one's length up to its first eos. The
-    one way this project samples with transformers (evaluation, bucketing, the interference probe)."""
-    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
-    texts = [model_input(tokenizer, p, sampling.chat_template) for p in prompts]
-    encoded = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+    """k sampled continuations of each prompt's token ids (`prompt_token_ids`), one batched left-padded
+    `generate` on the model's device with the settings `load_for_sampling` gave the model: the generated
+    token ids (prompt i's j-th in row i * k + j) and each one's length up to its first stop token. The one
+    way this project samples with transformers (evaluation, bucketing, the interference probe)."""
+    config = model.generation_config
+    encoded = tokenizer.pad({"input_ids": list(prompt_ids)}, padding_side="left", return_tensors="pt")
     with torch.no_grad():
-        output = model.generate(
-            **encoded,
-            do_sample=True,
-            temperature=sampling.temperature,
-            top_p=sampling.top_p,
-            top_k=0,
-            max_new_tokens=sampling.max_new_tokens,
-            num_return_sequences=k,
-            pad_token_id=pad,
-            eos_token_id=eos,
-        )
+        output = model.generate(**encoded.to(model.device), num_return_sequences=k)
     generated = output[:, encoded["input_ids"].shape[1] :]
-    return generated, _completion_lengths(generated, eos, pad)
+    return generated, _completion_lengths(generated, set(config.eos_token_id), config.pad_token_id)
 
 
-def _completion_lengths(generated: torch.Tensor, eos: int, pad: int) -> list[int]:
-    """Tokens up to and including the first eos; all generated tokens where no eos came."""
+def _completion_lengths(generated: torch.Tensor, stops: set[int], pad: int) -> list[int]:
+    """Tokens up to and including the first stop token; all generated tokens where none came."""
     lengths = []
     for row in generated.tolist():
         length = len(row)
         for position, token in enumerate(row):
-            if token == eos:
+            if token in stops:
                 length = position + 1
                 break
         else:
-            while length and row[length - 1] == pad and pad != eos:
+            while length and row[length - 1] == pad and pad not in stops:
                 length -= 1
         lengths.append(length)
     return lengths
@@ -133,19 +165,26 @@ class VLLMSampler:
             tensor_parallel_size=tensor_parallel_size,
             **dict(engine_kwargs or {}),
         )
+        self.tokenizer = AutoTokenizer.from_pretrained(model_path)
         self.params = SamplingParams
         self.sampling = sampling
 
     def sample(self, prompts: Sequence[str], k: int) -> list[list[Completion]]:
+        # Every sampling setting explicit, as TRL's colocated vLLM passes them: with explicit params vLLM takes
+        # nothing from the model's generation_config but its eos ids.
         params = self.params(
             n=k,
             temperature=self.sampling.temperature,
             top_p=self.sampling.top_p,
+            top_k=0,
+            min_p=0.0,
+            repetition_penalty=1.0,
             max_tokens=self.sampling.max_new_tokens,
         )
-        tokenizer = self.engine.get_tokenizer()
-        texts = [model_input(tokenizer, p, self.sampling.chat_template) for p in prompts]
-        outputs = self.engine.generate(texts, params, use_tqdm=False)
+        # Token ids, not text: vLLM would tokenize a text prompt with special tokens, a second BOS after the
+        # chat template's (`prompt_token_ids`).
+        ids = prompt_token_ids(self.tokenizer, prompts, self.sampling.chat_template)
+        outputs = self.engine.generate([{"prompt_token_ids": p} for p in ids], params, use_tqdm=False)
         return [[Completion(o.text, len(o.token_ids)) for o in output.outputs] for output in outputs]
 
     def close(self) -> None:

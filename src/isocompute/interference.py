@@ -6,7 +6,8 @@ the updates more evenly. Whether a model and data set have that property can be 
 study is run, in seconds on a small model:
 
 - per problem i, the gradient g_i of log pi(answer_i + eos | prompt_i), teacher-forced, at the sampling
-  temperature and with the project's prompt formatting (`isocompute.prompts.model_input`);
+  temperature and on the prompt token ids that bucketing, evaluation and training see
+  (`isocompute.prompts.prompt_token_ids`);
 - Adam's preconditioner P = 1 / (sqrt(v) + eps), where v is either the mean of the squared gradients of
   `minibatches` GRPO-like minibatches at the model (what Adam's bias-corrected second moment is after that
   many steps with beta2 = 0.999, if the parameters had not moved), or a checkpoint's own `exp_avg_sq`;
@@ -33,14 +34,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer
+from transformers import Trainer
 from trl.trainer.utils import nanstd
 
 from isocompute.answers import is_correct
 from isocompute.files import write_json
-from isocompute.generation import generate_token_ids
+from isocompute.generation import generate_token_ids, load_for_sampling
 from isocompute.problems import write_table
-from isocompute.prompts import model_input
+from isocompute.prompts import prompt_token_ids
 from isocompute.specs import SamplingSpec
 
 # TRL's constant in the group advantage (r - mean) / (std + 1e-4), and torch AdamW's default eps.
@@ -91,8 +92,7 @@ class Policy:
     """A saved causal LM with its tokenizer, the sampling settings and the answer checker."""
 
     def __init__(self, model_path: str, sampling: SamplingSpec, checker: str) -> None:
-        self.tokenizer = AutoTokenizer.from_pretrained(model_path, padding_side="left")
-        self.model = AutoModelForCausalLM.from_pretrained(model_path).eval()
+        self.model, self.tokenizer = load_for_sampling(model_path, sampling)
         self.sampling = sampling
         self.checker = checker
         self.parameters = [p for p in self.model.parameters() if p.requires_grad]
@@ -102,8 +102,7 @@ class Policy:
         return sum(p.numel() for p in self.parameters)
 
     def prompt_ids(self, prompt: str) -> list[int]:
-        text = model_input(self.tokenizer, prompt, self.sampling.chat_template)
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return prompt_token_ids(self.tokenizer, [prompt], self.sampling.chat_template)[0]
 
     def answer_ids(self, answer: str) -> list[int]:
         """The answer as the model would have to emit it: its tokens, then eos."""
@@ -165,8 +164,8 @@ class Policy:
         table = list(zip(problems["prompt"], problems["answer"]))
         for start in range(0, len(table), per_batch):
             chunk = table[start : start + per_batch]
-            prompts = [self.prompt_ids(p) for p, _ in chunk]
-            generated, lengths = generate_token_ids(self.model, self.tokenizer, self.sampling, [p for p, _ in chunk], n)
+            prompts = prompt_token_ids(self.tokenizer, [p for p, _ in chunk], self.sampling.chat_template)
+            generated, lengths = generate_token_ids(self.model, self.tokenizer, prompts, n)
             for row, (prompt_ids, (_, answer)) in enumerate(zip(prompts, chunk)):
                 completions = [generated[row * n + j, : lengths[row * n + j]].tolist() for j in range(n)]
                 texts_j = self.tokenizer.batch_decode(completions, skip_special_tokens=True)
