@@ -292,9 +292,17 @@ def build_trainer(
 
 
 def loss_selection(run: RunSpec) -> LossSelection | None:
-    """The zero-variance filter of the run's recipe and its decoupled baseline; None for TRL's own loss."""
+    """The zero-variance filter of the run's recipe and its decoupled baseline; None for TRL's own trainer.
+
+    TRL's own trains a run whose step is one micro-batch on one process (the CPU default). A step split
+    over processes or micro-batches takes the project's trainer even without a filter: its loss is the
+    one-batch loss whatever the split (TRL averages the entropy bonus per micro-batch), which lets it group
+    micro-batches by completion length (`isocompute.selective_grpo`).
+    """
+    split = batch_split(run.point.batch, run.launch.processes, run.launch.per_device_batch_max)
+    whole = run.launch.processes == 1 and split.accumulation == 1
     if run.recipe.zero_variance_filter is None and run.point.n_baseline is None:
-        return None
+        return None if whole else LossSelection()
     n_update = run.point.n if run.point.n_baseline is not None else None
     return LossSelection(run.recipe.zero_variance_filter, n_update, run.point.seed)
 
