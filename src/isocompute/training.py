@@ -3,8 +3,9 @@
 The recipe (from the paper): fully on-policy, one optimizer step per B = B_problem * n rollouts, the
 learning-rate rule (square root in the study) with a 10-step warm-up then constant, KL + entropy on Easy
 and neither on Hard, rollouts from vLLM corrected by truncated importance sampling where vLLM is on. A
-recipe with the zero-variance filter, or a grid point with a decoupled baseline, trains with
-`isocompute.selective_grpo.SelectiveGRPOTrainer` instead of TRL's own. Each run trains to
+recipe with the zero-variance filter, a grid point with a decoupled baseline, or a step split over
+processes or micro-batches (grouped by completion length there) trains with
+`isocompute.selective_grpo.SelectiveGRPOTrainer` instead of TRL's own (`loss_selection`). Each run trains to
 the study's compute_max and saves at compute points spaced evenly in log C, so one run yields its whole
 reward-vs-compute curve. A run resumes from its last checkpoint when its job is restarted (on any number
 of devices), goes on from it when only its compute_max changed, and starts afresh, its old checkpoints
