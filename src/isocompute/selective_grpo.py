@@ -23,10 +23,29 @@ micro-batch adds its share of the step's average: gradient accumulation and seve
 exactly the loss of the step as one batch. TRL computes the policy term; the KL and entropy terms are
 computed here, with TRL's formulas, over the flagged completions; TRL's logged `kl` and `entropy` stay over
 every sampled completion, so the training-health curves of all recipes measure the same thing.
+
+The same normalizers make the loss of a step independent of how its completions are laid out over
+processes and micro-batches, so this trainer also takes every run whose step is split (`LossSelection()`:
+every completion in every term), and groups its micro-batches by completion length
+(`isocompute.length_grouping`), which cuts the padded tokens of every forward and backward. Which loss
+types allow that, and why:
+
+- `grpo` (each completion's token mean, averaged over completions) and `dr_grpo` (tokens summed over
+  completions x max_completion_length): per completion, over micro-batches of equal row counts: the same
+  whichever completions share a micro-batch;
+- `dapo`: tokens summed over the whole step's token count (`num_items_in_batch`, over every process): the
+  same;
+- the KL and entropy terms: over the step's completions or tokens here (TRL averages the entropy bonus per
+  micro-batch, which would weigh a short micro-batch's tokens up);
+- `bnpo` divides each micro-batch by its own token count: which tokens share a divisor is the loss type
+  itself (normalized over the step it is `dapo`), so its micro-batches are not grouped, unless the policy
+  term is re-averaged over the step anyway (the `full` filter, a decoupled baseline). Nor are they with an
+  MoE load-balancing loss (averaged per micro-batch) or a vision-language model.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,7 +53,11 @@ from typing import Any
 
 import torch
 from trl import GRPOTrainer
-from trl.trainer.utils import nanstd
+from trl.trainer.utils import nanstd, shuffle_sequence_dict
+
+from isocompute.length_grouping import length_grouped
+
+LOG = logging.getLogger(__name__)
 
 # The keys this trainer adds to TRL's batch; TRL's own loss never sees them.
 SELECTION_KEYS = ("in_regularizers", "policy_weight", "kl_weight", "entropy_weight")
@@ -46,7 +69,8 @@ LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
 @dataclass(frozen=True)
 class LossSelection:
     """Which sampled completions enter the loss: the zero-variance filter's mode (None: off, "full",
-    "regularizers") and, for a decoupled baseline, the n_update of each group that enter it (seeded)."""
+    "regularizers") and, for a decoupled baseline, the n_update of each group that enter it (seeded).
+    `LossSelection()` puts every completion into every term: TRL's loss, normalized over the whole step."""
 
     zero_variance: str | None = None
     n_update: int | None = None
@@ -97,6 +121,16 @@ class SelectiveGRPOTrainer(GRPOTrainer):
         self.selection = selection
         self._step_rewards: torch.Tensor | None = None
         self._loss_forward: tuple[torch.Tensor, torch.Tensor] | None = None
+        ungrouped = {
+            "loss_type=bnpo normalizes each micro-batch by its own token count": self.loss_type == "bnpo"
+            and not selection.reaverages_policy,
+            "an MoE load-balancing loss is averaged per micro-batch": self.aux_loss_enabled,
+            "a vision-language model's inputs are not cut": self._is_vlm,
+        }
+        reasons = [reason for reason, applies in ungrouped.items() if applies]
+        self.groups_by_length = self.args.steps_per_generation > 1 and not reasons
+        if self.args.steps_per_generation > 1 and reasons:
+            LOG.warning("micro-batches not grouped by completion length (TRL's own): %s", "; ".join(reasons))
 
     def _calculate_rewards(self, inputs: Any, prompts: Any, completions: Any, completion_ids_list: Any) -> torch.Tensor:
         """TRL's rewards of the whole step (gathered from every process), kept for the selection."""
@@ -151,12 +185,51 @@ class SelectiveGRPOTrainer(GRPOTrainer):
             weight = processes / max(float(tokens[chosen].sum()), 1.0)
         return torch.tensor(weight, device=tokens.device)
 
-    def _get_per_token_logps_and_entropies(self, *args: Any, **kwargs: Any) -> Any:
-        """TRL's forward; the loss's own (the one with entropies) is kept for the KL and entropy terms."""
-        result = super()._get_per_token_logps_and_entropies(*args, **kwargs)
-        if kwargs.get("compute_entropy"):
-            self._loss_forward = (result[0], result[1])
-        return result
+    def _prepare_inputs(self, generation_batch: Any) -> dict[str, Any]:
+        """TRL's, with the generation batch's micro-batches grouped by completion length (`length_grouped`).
+
+        TRL's shuffle stays before the (stable) sort: it draws from the global generator that also samples
+        the next completions, so grouping leaves every later sample as it would have been.
+        """
+        if not (self.model.training and self.groups_by_length):
+            return super()._prepare_inputs(generation_batch)
+        micro_batches = self.args.steps_per_generation
+        if self._step % (micro_batches * self.num_iterations) == 0 or self._buffered_inputs is None:
+            batch = shuffle_sequence_dict(self._generate_and_score_completions(generation_batch))
+            self._buffered_inputs = length_grouped(batch, micro_batches, self.pad_to_multiple_of)
+        return self._buffered_inputs[self._step % micro_batches]
+
+    def _get_per_token_logps_and_entropies(
+        self, model: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, logits_to_keep: int,
+        batch_size: int | None = None, **kwargs: Any,
+    ) -> Any:  # fmt: skip
+        """TRL's forward. The loss's own (the one with entropies) is kept for the KL and entropy terms; the
+        chunked ones without gradient over a whole generation batch (the reference's, the old policy's) run
+        on length-grouped chunks, each cut to its own widths, their log-probs put back in TRL's rows and
+        columns (zero beyond a chunk's width, as TRL's own are where a position has no label). The chunks
+        are exact for every loss type: each row's log-probs depend on that row alone."""
+        rows = input_ids.size(0)
+        extra = any(value is not None and value is not False for value in kwargs.values())
+        if batch_size is None or rows <= batch_size or rows % batch_size or extra:
+            result = super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size, **kwargs
+            )
+            if kwargs.get("compute_entropy"):
+                self._loss_forward = (result[0], result[1])
+            return result
+        prompt, completion = slice(None, -logits_to_keep), slice(-logits_to_keep, None)
+        batch = {"prompt_ids": input_ids[:, prompt], "prompt_mask": attention_mask[:, prompt],
+                 "completion_ids": input_ids[:, completion], "completion_mask": attention_mask[:, completion],
+                 "row": torch.arange(rows, device=input_ids.device)}  # fmt: skip
+        logps = None
+        for chunk in length_grouped(batch, rows // batch_size, self.pad_to_multiple_of):
+            width = chunk["completion_ids"].size(1)
+            ids = torch.cat([chunk["prompt_ids"], chunk["completion_ids"]], dim=1)
+            mask = torch.cat([chunk["prompt_mask"], chunk["completion_mask"]], dim=1)
+            chunk_logps, _, _ = super()._get_per_token_logps_and_entropies(model, ids, mask, width)
+            logps = chunk_logps.new_zeros((rows, logits_to_keep)) if logps is None else logps
+            logps[chunk["row"], :width] = chunk_logps
+        return logps, None, None
 
     def _compute_loss(self, model: Any, inputs: dict[str, Any]) -> torch.Tensor:
         if "in_regularizers" not in inputs:  # evaluation batches: TRL's loss
@@ -178,11 +251,20 @@ class SelectiveGRPOTrainer(GRPOTrainer):
                 old = inputs.get("old_per_token_logps")
                 per_token_kl = per_token_kl * torch.exp(logps - (logps.detach() if old is None else old))
             loss = loss + beta * inputs["kl_weight"] * self._summed(per_token_kl, chosen)
-            totals = self.accelerator.reduce(torch.stack([(per_token_kl.detach() * mask).sum(), mask.sum().float()]), reduction="sum")
-            self._metrics["train"]["kl"].append((totals[0] / totals[1].clamp(min=1.0)).item())
+            self._metrics["train"]["kl"].append(self._step_share(per_token_kl, mask, inputs))
         if entropy_bonus:
             loss = loss - self.entropy_coef * inputs["entropy_weight"] * (entropies * chosen).sum()
+        self._metrics["train"]["entropy"][-1] = self._step_share(entropies, mask, inputs)  # TRL's, replaced
         return loss
+
+    def _step_share(self, per_token: torch.Tensor, mask: torch.Tensor, inputs: Mapping[str, Any]) -> float:
+        """The micro-batch's tokens' sum (over every process) over the step's tokens, times the step's
+        micro-batches: TRL's log averages a step's values, which then give the token mean over the whole
+        step. TRL logs each micro-batch's own token mean, which grouping by length would tilt towards the
+        short completions; with one micro-batch the two are the same number."""
+        total = self.accelerator.reduce((per_token.detach() * mask).sum(), reduction="sum")
+        step_tokens = inputs["num_items_in_batch"].clamp(min=1)
+        return float(total * self.current_gradient_accumulation_steps / step_tokens)
 
     @contextmanager
     def _policy_term_only(self) -> Any:

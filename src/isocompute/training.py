@@ -3,8 +3,9 @@
 The recipe (from the paper): fully on-policy, one optimizer step per B = B_problem * n rollouts, the
 learning-rate rule (square root in the study) with a 10-step warm-up then constant, KL + entropy on Easy
 and neither on Hard, rollouts from vLLM corrected by truncated importance sampling where vLLM is on. A
-recipe with the zero-variance filter, or a grid point with a decoupled baseline, trains with
-`isocompute.selective_grpo.SelectiveGRPOTrainer` instead of TRL's own. Each run trains to
+recipe with the zero-variance filter, a grid point with a decoupled baseline, or a step split over
+processes or micro-batches (grouped by completion length there) trains with
+`isocompute.selective_grpo.SelectiveGRPOTrainer` instead of TRL's own (`loss_selection`). Each run trains to
 the study's compute_max and saves at compute points spaced evenly in log C, so one run yields its whole
 reward-vs-compute curve. A run resumes from its last checkpoint when its job is restarted (on any number
 of devices), goes on from it when only its compute_max changed, and starts afresh, its old checkpoints
@@ -292,9 +293,17 @@ def build_trainer(
 
 
 def loss_selection(run: RunSpec) -> LossSelection | None:
-    """The zero-variance filter of the run's recipe and its decoupled baseline; None for TRL's own loss."""
+    """The zero-variance filter of the run's recipe and its decoupled baseline; None for TRL's own trainer.
+
+    TRL's own trains a run whose step is one micro-batch on one process (the CPU default). A step split
+    over processes or micro-batches takes the project's trainer even without a filter: its loss is the
+    one-batch loss whatever the split (TRL averages the entropy bonus per micro-batch), which lets it group
+    micro-batches by completion length (`isocompute.selective_grpo`).
+    """
+    split = batch_split(run.point.batch, run.launch.processes, run.launch.per_device_batch_max)
+    whole = run.launch.processes == 1 and split.accumulation == 1
     if run.recipe.zero_variance_filter is None and run.point.n_baseline is None:
-        return None
+        return None if whole else LossSelection()
     n_update = run.point.n if run.point.n_baseline is not None else None
     return LossSelection(run.recipe.zero_variance_filter, n_update, run.point.seed)
 
