@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from known_truth import SCENARIOS, K, Scenario, draw, recovery
+from known_truth import CLOSE, SCENARIOS, K, Scenario, draw, recovery
 
 from isocompute.adaptive import SweepSettings, replay
 from isocompute.fitted_study import FitOptions
@@ -98,7 +98,7 @@ def oracle_rollouts(checkpoints: dict[int, np.ndarray], true_optimum: Any) -> fl
 def agreement(full: dict[str, Any], sweep: dict[str, Any]) -> float | None:
     """Share of the full grid's resolved compute points where the sweep's optimum (at the same compute point)
     is within a factor 2 of the full grid's; a point the sweep did not measure counts as a miss."""
-    resolved = [p for p in full["optimum_points"] if p.get("resolved", {}).get("n")]
+    resolved = [p for p in full["optimum_points"] if (p.get("resolved") or {}).get("n")]
     if not resolved:
         return None
     theirs = pd.DataFrame(sweep["optimum_points"])
@@ -111,7 +111,8 @@ def agreement(full: dict[str, Any], sweep: dict[str, Any]) -> float | None:
 
 def verdict(fit: dict[str, Any]) -> str:
     law = fit["optimum"]["n"]
-    return f"law L {law['L']:.2f} k {law['k']:.2f} C0 {law['log10_c0']:.2f} b {law['b']:.2f}" if law["ok"] else law["kind"]
+    text = f"{law['identified']} L {law['L']:.2f} k {law['k']:.2f} C0 {law['log10_c0']:.2f} b {law['b']:.2f}"
+    return text if law["ok"] else law["kind"]
 
 
 def main(
@@ -127,7 +128,7 @@ def main(
     print(f"settings: {settings}, bootstrap {bootstrap}" + (f", {disagreement} replicas per draw for `boot`" if disagreement else ""))
     print(f"{'scenario':15} {'seed':>4} {'spent':>6} {'oracle':>6} {'n* vs full':>10} {'truth full/sweep':>16}  "
           f"{'full':40} {'sweep':40} {'boot' if disagreement else ''}{' ' if disagreement else ''}audit")  # fmt: skip
-    for scenario in (SCENARIOS[name] for name in names):
+    for scenario in ({**SCENARIOS, **CLOSE}[name] for name in names):
         rates, differ = [], 0
         for seed in seeds:
             result = run(scenario, seed, bootstrap, settings, disagreement)
