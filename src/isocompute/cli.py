@@ -13,6 +13,7 @@ pipeline's `results/fits/<set>/<study>/fits.json` (docs/fits.md, "Fits JSON").
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -186,6 +187,27 @@ def add_plan_parser(commands: argparse._SubParsersAction) -> None:
         help="an adaptive sweep's expected case: the share of the full grid's rollouts this replay "
         "(`isocompute replay`, or a finished sweep's summary.json) spent",
     )
+    need = sizing.add_mutually_exclusive_group()
+    need.add_argument(
+        "--pilot",
+        nargs="+",
+        metavar="PROGRESS",
+        help="pilot runs' progress.jsonl files (or run folders) at two or more B: fit seconds per step and "
+        "plan what every training run needs (GPU-hours, attempts, disk)",
+    )
+    need.add_argument(
+        "--step-model",
+        metavar="FILE",
+        help="the same from stated assumptions instead of a pilot (e.g. config/step_models/qwen2.5-7b-h100.yaml)",
+    )
+    sizing.add_argument(
+        "--model-params", type=float, help="the model's parameter count, for the checkpoints' disk (with --pilot)"
+    )
+    sizing.add_argument(
+        "--profile",
+        default="slurm",
+        help="the Snakemake profile folder whose `retries` bound a job's attempts (default: slurm, under --directory)",
+    )
 
 
 def add_workflow_arguments(sub: argparse.ArgumentParser) -> None:
@@ -269,13 +291,23 @@ def plan_command(args: argparse.Namespace) -> str:
 
     Imported here so that `fit` and `recommend` do not pay for importing Snakemake.
     """
+    from isocompute.budget import fit_step_model, read_retries, read_step_model
     from isocompute.plan import format_table, plan, plan_report
 
     if args.pending:
-        if args.replay:
-            raise InputError("--replay plans a whole adaptive sweep; --pending plans the jobs due now")
+        if args.replay or args.pilot or args.step_model:
+            raise InputError("--pending plans the jobs due now; --replay, --pilot and --step-model the whole study")
         return format_table(plan(args.configfiles, args.snakefile, args.directory, pending_only=True))
-    return plan_report(args.configfiles, args.snakefile, args.directory, args.replay)
+    model = None
+    if args.pilot:
+        model = fit_step_model(args.pilot, args.model_params)
+    elif args.step_model:
+        model = read_step_model(args.step_model)
+        if args.model_params:
+            model = dataclasses.replace(model, model_params=args.model_params)
+    profile = Path(args.directory) / args.profile
+    retries = read_retries(profile)
+    return plan_report(args.configfiles, args.snakefile, args.directory, args.replay, model, retries)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -276,6 +276,8 @@ class ProgressLog(TrainerCallback):
             max_steps=state.max_steps,
             reward=logs["reward"],
             compute_rollouts=state.global_step * self.batch,
+            # the step's mean completion length: what `isocompute plan --pilot` fits step times against
+            completion_tokens=logs.get("completions/mean_length"),
         )
 
 
