@@ -23,6 +23,7 @@ from isocompute.checkpoints import (
     last_good_checkpoint,
     weights_problem,
 )
+from isocompute.cli import main
 from isocompute.evaluation import evaluate_checkpoints
 from isocompute.generation import make_sampler
 from isocompute.grid import GridPoint
@@ -212,6 +213,22 @@ def test_a_save_cut_off_thins_nothing_and_the_run_resumes_from_the_one_before(
     resumed, _ = train_run(RunSpec(tiny_model, POINT, SPEC, Recipe(0.0, 0.0), str(run_dir)), pool)
     pd.testing.assert_frame_equal(resumed, unthinned[1])
     assert [is_weights_only(run_dir / f"checkpoint-{step}") for step in (3, 6, 12)] == [True, True, False]
+
+
+def test_a_finished_run_from_before_thinning_is_thinned_by_hand(
+    unthinned: tuple[Path, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(unthinned[0], run_dir)
+    assert main(["thin", str(run_dir)]) == 2
+    assert "no checkpoints.json (not a finished run)" in capsys.readouterr().err
+    manifest = [{"step": step, "path": f"checkpoint-{step}"} for step in (3, 6, 12)]
+    (run_dir / "checkpoints.json").write_text(json.dumps(manifest))
+    assert main(["thin", str(run_dir)]) == 0
+    assert capsys.readouterr().out == f"{run_dir}: 2 checkpoint(s) thinned to their weights\n"
+    assert [is_weights_only(run_dir / f"checkpoint-{s}") for s in (3, 6, 12)] == [True, True, False]
+    assert checkpoint_problem(run_dir / "checkpoint-12") is None
+    assert main(["thin", str(run_dir)]) == 0 and "0 checkpoint(s)" in capsys.readouterr().out
 
 
 def test_a_run_whose_newest_whole_checkpoint_is_lost_starts_afresh_and_sets_the_thinned_aside(

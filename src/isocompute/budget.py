@@ -299,7 +299,8 @@ def format_needs(needs: Sequence[RunNeed], model: StepModel, requested_gpu_hours
         f"{model.completion_tokens:,.0f} completion tokens / GPUs; job startup "
         f"{model.startup_s / 60:,.1f} min ({model.source})"
     )
-    named = f" ({', '.join(f'{n.problem_set}/{n.run}' for n in failing)})" if failing else ""
+    shown = [f"{n.problem_set}/{n.run}" for n in failing[:8]] + (["..."] if len(failing) > 8 else [])
+    named = f" ({', '.join(shown)})" if failing else ""
     lines = [
         model_line,
         render(header),

@@ -29,6 +29,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from isocompute.files import write_json
+from isocompute.runlock import describe_holder, holder, trainer_alive
 
 LOG = logging.getLogger(__name__)
 CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
@@ -150,6 +151,21 @@ def keep_newest_whole(run_dir: str | Path, save_steps: Collection[int]) -> None:
             thin(path)
         else:
             _remove(path)
+
+
+def thin_finished_run(run_dir: str | Path) -> list[str]:
+    """`keep_newest_whole` for a run folder that no job trains now: its compute points are those of its
+    `checkpoints.json` (a finished run's manifest); the checkpoints thinned are returned. Refused while a
+    trainer holds the run (`runlock`), or where the run has no manifest yet (it is not finished)."""
+    run_dir = Path(run_dir)
+    manifest = run_dir / "checkpoints.json"
+    if not manifest.is_file():
+        raise ValueError(f"{run_dir}: no checkpoints.json (not a finished run); its next job thins it")
+    if trainer_alive(run_dir):
+        raise ValueError(f"{run_dir}: a trainer still writes it ({describe_holder(holder(run_dir))})")
+    before = {path for _, path in checkpoints_of(run_dir) if not is_weights_only(path)}
+    keep_newest_whole(run_dir, [int(entry["step"]) for entry in json.loads(manifest.read_text())])
+    return sorted(str(path) for path in before if is_weights_only(path))
 
 
 def thin(path: str | Path) -> None:

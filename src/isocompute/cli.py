@@ -124,6 +124,10 @@ def parser() -> argparse.ArgumentParser:
     add_plan_parser(commands)
     add_status_parser(commands)
     add_probe_parser(commands)
+    thinning = commands.add_parser(
+        "thin", help="keep finished runs' newest checkpoint whole and only the weights of the others"
+    )
+    thinning.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders, e.g. results/train/*/*")
     side = commands.add_parser("compare", help="several studies' frontiers and n* on shared axes, from their fits")
     side.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="results trees (each with fits/)")
     side.add_argument("--out", required=True, help="folder for the figures")
@@ -328,6 +332,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(plan_command(args))
         elif args.command == "status":
             print(status_command(args))
+        elif args.command == "thin":
+            from isocompute.checkpoints import thin_finished_run
+
+            for run_dir in args.run_dirs:
+                thinned = thin_finished_run(run_dir)
+                print(f"{run_dir}: {len(thinned)} checkpoint(s) thinned to their weights")
         elif args.command == "probe":
             print(probe_command(args))
         elif args.command == "simulate":
