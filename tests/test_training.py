@@ -11,6 +11,7 @@ from transformers import AutoTokenizer, TrainerControl, TrainerState, TrainingAr
 from isocompute import training
 from isocompute.answers import reward_function
 from isocompute.checkpoints import checkpoint_problem, is_weights_only, weights_problem
+from isocompute.config import launch_spec, recipe_keys
 from isocompute.grid import GridError, GridPoint, batch_split, checkpoint_steps
 from isocompute.specs import LaunchSpec, Recipe, RolloutEngine, SamplingSpec, TrainingSpec
 from isocompute.training import (
@@ -23,6 +24,9 @@ from isocompute.training import (
 )
 
 SAMPLING = SamplingSpec(temperature=1.0, top_p=1.0, max_new_tokens=4)
+# The layout keys of a training block, as the paper preset sets them.
+PAPER_TRAINING = {"processes": 8, "per_device_batch_max": 16, "activation_checkpointing": True,
+                  "accelerate_config": None, "time_limit_margin": 900, "report_to": "none"}  # fmt: skip
 
 
 def spec(compute_max: int = 96, points: int = 3) -> TrainingSpec:
@@ -222,6 +226,10 @@ def test_resume_checkpoints_follow_the_wall_clock(monkeypatch: pytest.MonkeyPatc
     # 60 s after the start (step 3); step 4 is a compute point and restarts the clock; 60 s later is step 7;
     # the 70 s step 8 alone; then 20 s pass by step 12.
     assert saved == [3, 4, 7, 8]
+    # The interval (and the deprecated step count) is layout: out of what a run computes, so no run reruns.
+    layout = {"resume_every_minutes": 60, "resume_every_steps": 50}
+    assert recipe_keys({"lr_base": 1e-6, **layout}) == {"lr_base": 1e-6}
+    assert launch_spec({**PAPER_TRAINING, **layout}).resume_every_minutes == 60
 
 
 def test_a_run_resumed_after_its_first_epoch_sees_the_problems_in_the_same_order(
