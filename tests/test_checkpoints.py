@@ -1,18 +1,31 @@
 """What a run goes on from. A checkpoint that lost files, or was cut off while saving, is found and passed
-over: the run resumes from the previous whole one and ends as an uninterrupted run would. A changed
-compute_max extends or cuts the run from the checkpoints it has; a setting that changes what the run
-computes sets its checkpoints aside, naming every differing key; none is deleted unannounced."""
+over: the run resumes from the previous whole one and ends as an uninterrupted run would. Only the newest
+checkpoint keeps optimizer state; the older compute points are thinned to their weights once a newer one
+is whole, a kill at any moment of the thinning leaves the run resumable, and evaluation reads every
+compute point. A changed compute_max extends or cuts the run from the checkpoints it has; a setting that
+changes what the run computes sets its checkpoints aside, naming every differing key; none is deleted
+unannounced."""
 
 import dataclasses
 import json
 import shutil
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from isocompute import upgrades
-from isocompute.checkpoints import checkpoint_problem, last_good_checkpoint
+from isocompute import checkpoints, training, upgrades
+from isocompute.checkpoints import (
+    checkpoint_problem,
+    is_weights_only,
+    keep_newest_whole,
+    last_good_checkpoint,
+    weights_problem,
+)
+from isocompute.cli import main
+from isocompute.evaluation import evaluate_checkpoints
+from isocompute.generation import make_sampler
 from isocompute.grid import GridPoint
 from isocompute.specs import Recipe, SamplingSpec, TrainingSpec
 from isocompute.training import RUN_SETTINGS, RunSpec, resume_point, train_run
@@ -28,6 +41,19 @@ def trained(
     """A finished run (checkpoints at steps 3, 6 and 12) and its training table."""
     run_dir = tmp_path_factory.mktemp("trained") / "run"
     table, _ = train_run(RunSpec(tiny_model, POINT, SPEC, Recipe(0.0, 0.0), str(run_dir)), pool)
+    return run_dir, table
+
+
+@pytest.fixture(scope="module")
+def unthinned(
+    tiny_model: str, pool: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, pd.DataFrame]:
+    """The same run as a version before thinning left it: every checkpoint whole (3, 6 and 12)."""
+    run_dir = tmp_path_factory.mktemp("unthinned") / "run"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(training, "keep_newest_whole", lambda *_: None)
+        table, _ = train_run(RunSpec(tiny_model, POINT, SPEC, Recipe(0.0, 0.0), str(run_dir)), pool)
+    assert all(checkpoint_problem(run_dir / f"checkpoint-{step}") is None for step in (3, 6, 12))
     return run_dir, table
 
 
@@ -77,14 +103,14 @@ def test_a_checkpoint_of_another_step_is_not_taken(
 
 
 def test_the_run_resumes_from_the_previous_whole_checkpoint(
-    trained: tuple[Path, pd.DataFrame],
+    unthinned: tuple[Path, pd.DataFrame],
     tiny_model: str,
     pool: pd.DataFrame,
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     run_dir = tmp_path / "run"
-    shutil.copytree(trained[0], run_dir)
+    shutil.copytree(unthinned[0], run_dir)
     # the job was killed while saving step 12 (no optimizer state yet), and step 6 lost a file since
     (run_dir / "checkpoint-12" / "optimizer.pt").unlink()
     (run_dir / "checkpoint-6" / "trainer_state.json").unlink()
@@ -93,13 +119,126 @@ def test_the_run_resumes_from_the_previous_whole_checkpoint(
     assert sorted(p.name for p in run_dir.glob("checkpoint-*")) == ["checkpoint-3"]
     assert "checkpoint-12 is incomplete (optimizer.pt is missing)" in caplog.text
     shutil.rmtree(run_dir)
-    shutil.copytree(trained[0], run_dir)
+    shutil.copytree(unthinned[0], run_dir)
     (run_dir / "checkpoint-12" / "optimizer.pt").unlink()
     resumed, manifest = train_run(RunSpec(tiny_model, POINT, SPEC, Recipe(0.0, 0.0), str(run_dir)), pool)
     assert "resuming from " + str(run_dir / "checkpoint-6") in caplog.text
-    pd.testing.assert_frame_equal(resumed, trained[1])
-    assert all(checkpoint_problem(run_dir / m["path"]) is None for m in manifest)
+    pd.testing.assert_frame_equal(resumed, unthinned[1])
+    assert [is_weights_only(run_dir / m["path"]) for m in manifest] == [True, True, False]
+    assert all(weights_problem(run_dir / m["path"]) is None for m in manifest)
+    assert checkpoint_problem(run_dir / "checkpoint-12") is None
     assert json.loads((run_dir / "checkpoint-12" / "trainer_state.json").read_text())["global_step"] == 12
+
+
+def test_only_the_newest_checkpoint_keeps_optimizer_state_and_evaluation_reads_every_one(
+    trained: tuple[Path, pd.DataFrame], unthinned: tuple[Path, pd.DataFrame], pool: pd.DataFrame
+) -> None:
+    run_dir = trained[0]
+    pd.testing.assert_frame_equal(trained[1], unthinned[1])
+    assert [is_weights_only(run_dir / f"checkpoint-{s}") for s in (3, 6, 12)] == [True, True, False]
+    assert not list((run_dir / "checkpoint-3").glob("rng_state*"))
+    assert checkpoint_problem(run_dir / "checkpoint-12") is None
+    thinned = sum(f.stat().st_size for f in (run_dir / "checkpoint-3").iterdir())
+    whole = sum(f.stat().st_size for f in (unthinned[0] / "checkpoint-3").iterdir())
+    assert thinned < whole / 2  # AdamW's two moments are twice the fp32 weights
+    # Evaluation scores the same on the thinned checkpoints as on whole ones.
+    manifest = json.loads(json.dumps([{"step": s, "path": f"checkpoint-{s}", "compute_rollouts": 8 * s,
+                                      "compute_tokens": 0.0} for s in (3, 6, 12)]))  # fmt: skip
+    generation = {"backend": "transformers", "batch_size": 64}
+    sampler = partial(make_sampler, generation, sampling=SPEC.sampling, seed=0)
+    scored = [
+        evaluate_checkpoints(sampler, manifest, str(run), POINT, pool.head(8), None, 2, 2, "exact")[0]
+        for run in (run_dir, unthinned[0])
+    ]
+    pd.testing.assert_frame_equal(*scored)
+
+
+class Killed(Exception):
+    """Stands for a kill -9 at one file operation of the thinning."""
+
+
+def test_a_kill_at_any_file_operation_of_the_thinning_leaves_a_resumable_run(
+    unthinned: tuple[Path, pd.DataFrame],
+    tiny_model: str,
+    pool: pd.DataFrame,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run mid-way (checkpoint-6 just saved, checkpoint-3 whole from before) killed after each file
+    operation in turn of the thinning that follows the save: the newest checkpoint stays whole, every
+    compute point's weights stay readable, and the resumed run ends as the uninterrupted one."""
+    remove, write_json = checkpoints._remove, checkpoints.write_json
+    for kill_after in range(1, 20):
+        run_dir = tmp_path / f"killed_after_{kill_after}"
+        shutil.copytree(unthinned[0], run_dir, ignore=shutil.ignore_patterns("checkpoint-12"))
+        done = []
+
+        def counted(operation, done=done, kill_after=kill_after):
+            def run(*args):
+                if len(done) == kill_after:
+                    raise Killed
+                done.append(args)
+                return operation(*args)
+
+            return run
+
+        monkeypatch.setattr(checkpoints, "_remove", counted(remove))
+        monkeypatch.setattr(checkpoints, "write_json", counted(write_json))
+        try:
+            keep_newest_whole(run_dir, [3, 6, 12])
+            finished = True
+        except Killed:
+            finished = False
+        monkeypatch.undo()
+        assert checkpoint_problem(run_dir / "checkpoint-6") is None
+        assert weights_problem(run_dir / "checkpoint-3") is None
+        assert last_good_checkpoint(run_dir, 12, [3, 6, 12]) == str(run_dir / "checkpoint-6")
+        resumed, manifest = train_run(RunSpec(tiny_model, POINT, SPEC, Recipe(0.0, 0.0), str(run_dir)), pool)
+        pd.testing.assert_frame_equal(resumed, unthinned[1])
+        assert [is_weights_only(run_dir / m["path"]) for m in manifest] == [True, True, False]
+        assert not (run_dir / "checkpoint-3" / "optimizer.pt").exists()
+        if finished:
+            break
+    assert finished and kill_after > 3  # the mark and at least the optimizer, scheduler and RNG states
+
+
+def test_a_save_cut_off_thins_nothing_and_the_run_resumes_from_the_one_before(
+    unthinned: tuple[Path, pd.DataFrame], tiny_model: str, pool: pd.DataFrame, tmp_path: Path
+) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(unthinned[0], run_dir)
+    _truncate(run_dir / "checkpoint-12" / "model.safetensors")  # the save of step 12 was cut off
+    keep_newest_whole(run_dir, [3, 6, 12])
+    assert all(checkpoint_problem(run_dir / f"checkpoint-{step}") is None for step in (3, 6))
+    resumed, _ = train_run(RunSpec(tiny_model, POINT, SPEC, Recipe(0.0, 0.0), str(run_dir)), pool)
+    pd.testing.assert_frame_equal(resumed, unthinned[1])
+    assert [is_weights_only(run_dir / f"checkpoint-{step}") for step in (3, 6, 12)] == [True, True, False]
+
+
+def test_a_finished_run_from_before_thinning_is_thinned_by_hand(
+    unthinned: tuple[Path, pd.DataFrame], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = tmp_path / "run"
+    shutil.copytree(unthinned[0], run_dir)
+    assert main(["thin", str(run_dir)]) == 2
+    assert "no checkpoints.json (not a finished run)" in capsys.readouterr().err
+    manifest = [{"step": step, "path": f"checkpoint-{step}"} for step in (3, 6, 12)]
+    (run_dir / "checkpoints.json").write_text(json.dumps(manifest))
+    assert main(["thin", str(run_dir)]) == 0
+    assert capsys.readouterr().out == f"{run_dir}: 2 checkpoint(s) thinned to their weights\n"
+    assert [is_weights_only(run_dir / f"checkpoint-{s}") for s in (3, 6, 12)] == [True, True, False]
+    assert checkpoint_problem(run_dir / "checkpoint-12") is None
+    assert main(["thin", str(run_dir)]) == 0 and "0 checkpoint(s)" in capsys.readouterr().out
+
+
+def test_a_run_whose_newest_whole_checkpoint_is_lost_starts_afresh_and_sets_the_thinned_aside(
+    run_copy: Path, tiny_model: str, pool: pd.DataFrame, caplog: pytest.LogCaptureFixture
+) -> None:
+    (run_copy / "checkpoint-12" / "rng_state.pth").unlink()
+    assert resume_point(RunSpec(tiny_model, POINT, SPEC, Recipe(0.0, 0.0), str(run_copy)), pool) is None
+    (aside,) = _superseded(run_copy)
+    assert _steps(aside) == [3, 6] and _steps(run_copy) == []
+    assert "checkpoint-12 is incomplete (no rng_state*.pth)" in caplog.text
 
 
 def _steps(folder: Path) -> list[int]:

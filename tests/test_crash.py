@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from isocompute.checkpoints import checkpoint_problem
+from isocompute.checkpoints import checkpoint_problem, is_weights_only, weights_problem
 from isocompute.grid import GridPoint
 from isocompute.launch import TrainingJob, run_job
 from isocompute.problems import write_table
@@ -117,7 +117,10 @@ def test_kill_9_mid_training_then_unlock_and_the_same_command_resumes(upstream: 
     manifest = json.loads((run / "checkpoints.json").read_text())
     assert manifest == json.loads((reference / RUN / "checkpoints.json").read_text())
     assert [m["step"] for m in manifest] == [2, 20, 203, 2048]
-    assert all(checkpoint_problem(run / m["path"]) is None for m in manifest)
+    # the compute points evaluation reads keep their weights; only the newest keeps optimizer state
+    assert all(weights_problem(run / m["path"]) is None for m in manifest)
+    assert [is_weights_only(run / m["path"]) for m in manifest] == [True, True, True, False]
+    assert checkpoint_problem(run / manifest[-1]["path"]) is None
     # nothing half-written anywhere: no temporary files left, every table readable
     assert not [p for p in (killed / "results").rglob("*.partial")]
     for path in (killed / "results").rglob("*.parquet"):

@@ -1,8 +1,8 @@
 """A run spread over several processes: the real `accelerate launch` on the CPU (gloo), and the device
 layout and commands that put a run and its vLLM server on a GPU job's devices."""
 
+import dataclasses
 import json
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import torch
 
-from isocompute.checkpoints import checkpoint_problem
+from isocompute.checkpoints import checkpoint_problem, is_weights_only
 from isocompute.grid import GridPoint
 from isocompute.launch import (
     TrainingJob,
@@ -104,7 +104,9 @@ def launched(tiny_model: str, pool: pd.DataFrame, tmp_path_factory: pytest.TempP
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU (gloo) launch")
-def test_two_processes_under_accelerate_launch_train_and_resume(launched: TrainingJob) -> None:
+def test_two_processes_under_accelerate_launch_train_and_resume(
+    launched: TrainingJob, tiny_model: str, tmp_path: Path
+) -> None:
     two = launched
     table = pd.read_parquet(two.log_table)
     manifest = json.loads(Path(two.checkpoints).read_text())
@@ -121,12 +123,19 @@ def test_two_processes_under_accelerate_launch_train_and_resume(launched: Traini
     )
     state = json.loads((Path(two.run.run_dir) / "checkpoint-6" / "trainer_state.json").read_text())
     assert state["global_step"] == 6
-    # Preempted before its last checkpoint: the relaunched job resumes, both ranks from checkpoint-3.
-    shutil.rmtree(Path(two.run.run_dir) / "checkpoint-6")
-    Path(two.log_table).unlink()
-    run_job(two)
-    assert json.loads((Path(two.run.run_dir) / "job.json").read_text())["resume"].endswith("checkpoint-3")
-    resumed = pd.read_parquet(two.log_table)
+    # Only the newest checkpoint keeps both ranks' resume state; the older compute points their weights.
+    run_dir = Path(two.run.run_dir)
+    assert [is_weights_only(run_dir / m["path"]) for m in manifest] == [True, True, False]
+    assert checkpoint_problem(run_dir / "checkpoint-6") is None
+    # Stopped after checkpoint-3 (as a job preempted before checkpoint-6 leaves it: checkpoint-2 thinned,
+    # checkpoint-3 whole), then relaunched: both ranks resume from checkpoint-3.
+    stopped = job(tmp_path, two.train_path, tiny_model, processes=2)
+    run_job(dataclasses.replace(stopped, run=dataclasses.replace(stopped.run, until_step=3)))
+    assert is_weights_only(tmp_path / "run" / "checkpoint-2")
+    assert checkpoint_problem(tmp_path / "run" / "checkpoint-3") is None
+    run_job(stopped)
+    assert json.loads((tmp_path / "run" / "job.json").read_text())["resume"].endswith("checkpoint-3")
+    resumed = pd.read_parquet(stopped.log_table)
     assert resumed["step"].tolist() == list(range(1, 7))
     pd.testing.assert_frame_equal(resumed, table)
 

@@ -1,18 +1,32 @@
 """GRPO through TRL's real GRPOTrainer on a tiny model: the batch mapping, checkpoints, resume, determinism."""
 
+import dataclasses
 import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from transformers import AutoTokenizer
+from transformers import AutoTokenizer, TrainerControl, TrainerState, TrainingArguments
 
+from isocompute import training
 from isocompute.answers import reward_function
+from isocompute.checkpoints import checkpoint_problem, is_weights_only, weights_problem
+from isocompute.config import launch_spec, recipe_keys
 from isocompute.grid import GridError, GridPoint, batch_split, checkpoint_steps
 from isocompute.specs import LaunchSpec, Recipe, RolloutEngine, SamplingSpec, TrainingSpec
-from isocompute.training import RunSpec, build_trainer, grpo_args, train_run
+from isocompute.training import (
+    SINGLE_PROCESS,
+    RunSpec,
+    SaveAtComputePoints,
+    build_trainer,
+    grpo_args,
+    train_run,
+)
 
 SAMPLING = SamplingSpec(temperature=1.0, top_p=1.0, max_new_tokens=4)
+# The layout keys of a training block, as the paper preset sets them.
+PAPER_TRAINING = {"processes": 8, "per_device_batch_max": 16, "activation_checkpointing": True,
+                  "accelerate_config": None, "time_limit_margin": 900, "report_to": "none"}  # fmt: skip
 
 
 def spec(compute_max: int = 96, points: int = 3) -> TrainingSpec:
@@ -164,15 +178,58 @@ def test_chat_prompts_reach_trl_as_conversations(tiny_model: str, pool: pd.DataF
     assert isinstance(completion, list) and completion[0]["role"] == "assistant"
 
 
-def test_resume_checkpoints_roll_while_compute_points_stay(
+def test_resume_checkpoints_roll_while_compute_points_keep_their_weights(
     tiny_model: str, pool: pd.DataFrame, tmp_path: Path
 ) -> None:
     point = GridPoint("easy", 4, 2, 0)
     args = grpo_args(point, spec(), Recipe(0.0, 0.0), tmp_path)
-    trainer = build_trainer(tiny_model, pool, args, [3, 6], reward_function("exact"), resume_every=5)
+    # The deprecated step-count interval, still honoured.
+    launch = dataclasses.replace(SINGLE_PROCESS, resume_every_steps=5)
+    trainer = build_trainer(tiny_model, pool, args, [3, 6], reward_function("exact"), launch=launch)
     trainer.train()
-    # Saved at 3, 5, 6 and 10 of 12 steps; the resume checkpoint of step 5 gave way to that of step 10.
-    assert sorted(int(p.name.split("-")[1]) for p in tmp_path.glob("checkpoint-*")) == [3, 6, 10]
+    # Saved at 3, 5, 6 and 10 of 12 steps; the resume checkpoint of step 5 gave way to that of step 10, and
+    # the compute points before it keep their weights only.
+    checkpoints = sorted(tmp_path.glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[1]))
+    assert [p.name for p in checkpoints] == ["checkpoint-3", "checkpoint-6", "checkpoint-10"]
+    assert [is_weights_only(p) for p in checkpoints] == [True, True, False]
+    assert all(weights_problem(p) is None for p in checkpoints)
+    assert checkpoint_problem(checkpoints[-1]) is None
+    assert not (checkpoints[0] / "optimizer.pt").exists() and (checkpoints[-1] / "optimizer.pt").exists()
+
+
+class Clock:
+    """Monotonic time that the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_resume_checkpoints_follow_the_wall_clock(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    clock = Clock()
+    monkeypatch.setattr(training, "time", clock)
+    monkeypatch.setattr(training, "keep_newest_whole", lambda *_: None)
+    save = SaveAtComputePoints([4], resume_every_minutes=1.0)
+    args = TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none")
+    state = TrainerState(max_steps=12)
+    save.on_train_begin(args, state, TrainerControl())
+    saved = []
+    for step, seconds in enumerate([20, 20, 20, 20, 20, 20, 20, 70, 5, 5, 5, 5], start=1):
+        clock.now += seconds
+        state.global_step = step
+        control = save.on_step_end(args, state, TrainerControl())
+        if control.should_save:
+            saved.append(step)
+            save.on_save(args, state, control)
+    # 60 s after the start (step 3); step 4 is a compute point and restarts the clock; 60 s later is step 7;
+    # the 70 s step 8 alone; then 20 s pass by step 12.
+    assert saved == [3, 4, 7, 8]
+    # The interval (and the deprecated step count) is layout: out of what a run computes, so no run reruns.
+    layout = {"resume_every_minutes": 60, "resume_every_steps": 50}
+    assert recipe_keys({"lr_base": 1e-6, **layout}) == {"lr_base": 1e-6}
+    assert launch_spec({**PAPER_TRAINING, **layout}).resume_every_minutes == 60
 
 
 def test_a_run_resumed_after_its_first_epoch_sees_the_problems_in_the_same_order(

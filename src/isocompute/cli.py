@@ -13,6 +13,7 @@ pipeline's `results/fits/<set>/<study>/fits.json` (docs/fits.md, "Fits JSON").
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -128,6 +129,10 @@ def parser() -> argparse.ArgumentParser:
     add_plan_parser(commands)
     add_status_parser(commands)
     add_probe_parser(commands)
+    thinning = commands.add_parser(
+        "thin", help="keep finished runs' newest checkpoint whole and only the weights of the others"
+    )
+    thinning.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run folders, e.g. results/train/*/*")
     side = commands.add_parser("compare", help="several studies' frontiers and n* on shared axes, from their fits")
     side.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="results trees (each with fits/)")
     side.add_argument("--out", required=True, help="folder for the figures")
@@ -190,6 +195,27 @@ def add_plan_parser(commands: argparse._SubParsersAction) -> None:
         metavar="REPLAY.json",
         help="an adaptive sweep's expected case: the share of the full grid's rollouts this replay "
         "(`isocompute replay`, or a finished sweep's summary.json) spent",
+    )
+    need = sizing.add_mutually_exclusive_group()
+    need.add_argument(
+        "--pilot",
+        nargs="+",
+        metavar="PROGRESS",
+        help="pilot runs' progress.jsonl files (or run folders) at two or more B: fit seconds per step and "
+        "plan what every training run needs (GPU-hours, attempts, disk)",
+    )
+    need.add_argument(
+        "--step-model",
+        metavar="FILE",
+        help="the same from stated assumptions instead of a pilot (e.g. config/step_models/qwen2.5-7b-h100.yaml)",
+    )
+    sizing.add_argument(
+        "--model-params", type=float, help="the model's parameter count, for the checkpoints' disk (with --pilot)"
+    )
+    sizing.add_argument(
+        "--profile",
+        default="slurm",
+        help="the Snakemake profile folder whose `retries` bound a job's attempts (default: slurm, under --directory)",
     )
 
 
@@ -274,13 +300,23 @@ def plan_command(args: argparse.Namespace) -> str:
 
     Imported here so that `fit` and `recommend` do not pay for importing Snakemake.
     """
+    from isocompute.budget import fit_step_model, read_retries, read_step_model
     from isocompute.plan import format_table, plan, plan_report
 
     if args.pending:
-        if args.replay:
-            raise InputError("--replay plans a whole adaptive sweep; --pending plans the jobs due now")
+        if args.replay or args.pilot or args.step_model:
+            raise InputError("--pending plans the jobs due now; --replay, --pilot and --step-model the whole study")
         return format_table(plan(args.configfiles, args.snakefile, args.directory, pending_only=True))
-    return plan_report(args.configfiles, args.snakefile, args.directory, args.replay)
+    model = None
+    if args.pilot:
+        model = fit_step_model(args.pilot, args.model_params)
+    elif args.step_model:
+        model = read_step_model(args.step_model)
+        if args.model_params:
+            model = dataclasses.replace(model, model_params=args.model_params)
+    profile = Path(args.directory) / args.profile
+    retries = read_retries(profile)
+    return plan_report(args.configfiles, args.snakefile, args.directory, args.replay, model, retries)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -301,6 +337,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(plan_command(args))
         elif args.command == "status":
             print(status_command(args))
+        elif args.command == "thin":
+            from isocompute.checkpoints import thin_finished_run
+
+            for run_dir in args.run_dirs:
+                thinned = thin_finished_run(run_dir)
+                print(f"{run_dir}: {len(thinned)} checkpoint(s) thinned to their weights")
         elif args.command == "probe":
             print(probe_command(args))
         elif args.command == "simulate":

@@ -11,6 +11,7 @@ asked), so a bad study stops before any job runs, with the key named.
 from __future__ import annotations
 
 import importlib.util
+import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,8 @@ from isocompute.tasks import ADDITION, SKILL_LOOKUP, SYNTHETIC_SOURCES, Addition
 # Keys of `vllm.LLM` that other config keys set: `generation.vllm_engine_kwargs` may not repeat them.
 VLLM_ENGINE_RESERVED = ("model", "seed", "tensor_parallel_size")
 from isocompute.studies import Study, StudyError, configured_studies
+
+LOG = logging.getLogger(__name__)
 
 Config = Mapping[str, Any]
 
@@ -325,7 +328,8 @@ LAUNCH_KEYS = (
     "per_device_batch_max",
     "activation_checkpointing",
     "accelerate_config",
-    "resume_every_steps",
+    "resume_every_minutes",
+    "resume_every_steps",  # deprecated: resume_every_minutes
     "time_limit_margin",
     "report_to",
 )
@@ -349,13 +353,22 @@ def report_to(setting: str | list[str] | None) -> tuple[str, ...]:
 
 
 def launch_spec(training: Mapping[str, Any]) -> LaunchSpec:
-    """From the `training` block's device layout keys."""
+    """From the `training` block's device layout keys. `resume_every_steps`, which a config may still set,
+    is honoured with a deprecation warning in the job's log."""
+    every_steps = training.get("resume_every_steps")
+    if every_steps is not None:
+        LOG.warning(
+            "training.resume_every_steps=%s is deprecated: set training.resume_every_minutes (resume "
+            "checkpoints on a wall-clock interval) instead; it is still honoured, and neither reruns a run",
+            every_steps,
+        )
     return LaunchSpec(
         processes=int(training["processes"]),
         per_device_batch_max=int(training["per_device_batch_max"]),
         activation_checkpointing=bool(training["activation_checkpointing"]),
         accelerate_config=training["accelerate_config"],
-        resume_every_steps=training["resume_every_steps"],
+        resume_every_minutes=training["resume_every_minutes"],
+        resume_every_steps=every_steps,
         time_limit_margin=float(training["time_limit_margin"]),
         report_to=report_to(training["report_to"]),
     )

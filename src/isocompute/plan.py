@@ -35,6 +35,7 @@ from snakemake.settings.enums import Quietness
 from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings
 from snakemake_interface_common.exceptions import ApiError, WorkflowError
 
+from isocompute.budget import StepModel, format_needs, run_needs
 from isocompute.cluster_rules import CLUSTER_RULES
 from isocompute.config import ConfigError
 
@@ -107,16 +108,35 @@ def plan_report(
     snakefile: str | Path | None = None,
     directory: str | Path = ".",
     replay: str | Path | None = None,
+    step_model: StepModel | None = None,
+    retries: int = 0,
 ) -> str:
     """The whole plan as text: the table of the dry run, or an adaptive sweep's worst and expected cases
-    (its dry run stops at the first decision). A full grid's config is loaded once."""
+    (its dry run stops at the first decision); with a `step_model`, then what the training runs need
+    (`isocompute.budget`: GPU-hours from step times, attempts of `retries` + 1, checkpoint disk). A full
+    grid's config is loaded once."""
     with loaded_workflow(configfiles, snakefile, directory) as workflow_api:
+        config = dict(workflow_api._workflow.config)  # parsed with the Snakefile, as in `loaded_config`
         if not _swept_runs(workflow_api):
             _refuse_replay_of_full_grid(replay)
-            return format_table(summarize(_dry_run(workflow_api, pending_only=False)))
+            table = summarize(_dry_run(workflow_api, pending_only=False))
+            return _with_needs(format_table(table), table, config, step_model, retries)
     sweep = sweep_plan(configfiles, snakefile, directory, replay)
     assert sweep is not None  # the same config was just found adaptive
-    return format_sweep_plan(sweep)
+    return _with_needs(format_sweep_plan(sweep), sweep.worst, config, step_model, retries)
+
+
+def _with_needs(
+    text: str, table: pd.DataFrame, config: dict[str, Any], step_model: StepModel | None, retries: int
+) -> str:
+    """The plan's text, followed by the training runs' needs under `step_model` where one is given. An
+    adaptive sweep's are its worst case's: every arm to C_max."""
+    if step_model is None:
+        return text
+    requested = float(table.loc[table["rule"] == TRAINING_RULE, "gpu_hours"].sum())
+    needs = run_needs(config, step_model, retries)
+    heading = f"what the training runs need (retries: {retries})"
+    return f"{text}\n\n{heading}\n{format_needs(needs, step_model, requested)}"
 
 
 def _refuse_replay_of_full_grid(replay: str | Path | None) -> None:

@@ -30,7 +30,11 @@ def append_event(run_dir: str | Path, event: str, **fields: Any) -> None:
 
 def read_events(run_dir: str | Path) -> list[dict[str, Any]]:
     """Every whole event of the run's progress file (none when there is no file)."""
-    path = Path(run_dir) / PROGRESS_FILE
+    return read_event_file(Path(run_dir) / PROGRESS_FILE)
+
+
+def read_event_file(path: Path) -> list[dict[str, Any]]:
+    """Every whole event of a progress file wherever it lies (a pilot's copy, say); none when it is absent."""
     if not path.is_file():
         return []
     events = []

@@ -113,8 +113,9 @@ class LaunchSpec:
     resumes across a change of GPU count.
 
     `processes` > 1 (or a vLLM server) runs the training under `accelerate launch`, with the accelerate
-    config file `accelerate_config` (DeepSpeed ZeRO, FSDP) where set. `resume_every_steps` adds a rolling
-    checkpoint so that a job stopped between two compute points loses at most that many steps.
+    config file `accelerate_config` (DeepSpeed ZeRO, FSDP) where set. `resume_every_minutes` adds a rolling
+    checkpoint so that a job stopped between two compute points loses at most that much wall-clock time
+    (`resume_every_steps`, deprecated, the same every that many steps).
     `time_limit_margin` is the seconds kept free before a SLURM job's time limit beyond one step and one
     save; `report_to` the experiment trackers (TRL's `report_to`; empty: none).
     """
@@ -123,6 +124,7 @@ class LaunchSpec:
     per_device_batch_max: int
     activation_checkpointing: bool
     accelerate_config: str | None
+    resume_every_minutes: float | None = None
     resume_every_steps: int | None = None
     time_limit_margin: float = 120.0
     report_to: tuple[str, ...] = ()

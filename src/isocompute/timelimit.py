@@ -101,7 +101,7 @@ class StopBeforeTimeLimit(TrainerCallback):
             return control
         needed = max(self.step_seconds) + self.save_seconds + self.margin
         left = self.deadline - time.time()
-        if _any_rank(left < needed, args):
+        if any_rank(left < needed, args):
             self.stopped_at = state.global_step
             control.should_save = True
             control.should_training_stop = True
@@ -127,8 +127,9 @@ class StopBeforeTimeLimit(TrainerCallback):
         self.mark = now
 
 
-def _any_rank(flag: bool, args: TrainingArguments) -> bool:
-    """True on every rank when it is true on any: the ranks must save and stop at the same step."""
+def any_rank(flag: bool, args: TrainingArguments) -> bool:
+    """True on every rank when it is true on any: the ranks must save (and stop) at the same step, and
+    each decides by its own clock."""
     if not (torch.distributed.is_available() and torch.distributed.is_initialized()):
         return flag
     vote = torch.tensor([int(flag)], device=args.device)

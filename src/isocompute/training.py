@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import shutil
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 from trl import GRPOConfig, GRPOTrainer
 
 from isocompute.answers import reward_function
-from isocompute.checkpoints import checkpoints_of, last_good_checkpoint, step_of
+from isocompute.checkpoints import checkpoints_of, keep_newest_whole, last_good_checkpoint, step_of
 from isocompute.files import write_json, write_text
 from isocompute.grid import GridPoint, batch_split, checkpoint_steps, learning_rate, total_steps
 from isocompute.problems import write_table
@@ -43,7 +42,7 @@ from isocompute.progress import append_event
 from isocompute.prompts import trl_prompt
 from isocompute.selective_grpo import LossSelection, SelectiveGRPOTrainer
 from isocompute.specs import LaunchSpec, Recipe, RolloutEngine, TrainingSpec
-from isocompute.timelimit import StopBeforeTimeLimit, TimeLimitReached
+from isocompute.timelimit import StopBeforeTimeLimit, TimeLimitReached, any_rank
 from isocompute.tracking import TrackedRunConfig, tracked_run_id, tracked_run_name, tracking_environment
 from isocompute.upgrades import changed_settings
 
@@ -75,7 +74,6 @@ SINGLE_PROCESS = LaunchSpec(
     per_device_batch_max=1 << 30,
     activation_checkpointing=False,
     accelerate_config=None,
-    resume_every_steps=None,
 )
 
 
@@ -168,34 +166,55 @@ def rollout_engine_args(engine: RolloutEngine | None, ports: tuple[int, int]) ->
 
 
 class SaveAtComputePoints(TrainerCallback):
-    """Save exactly at the steps that realize the study's log-spaced compute points, and, every
-    `resume_every` steps, a resume checkpoint that only the next save (of either kind) replaces.
+    """Save exactly at the steps that realize the study's log-spaced compute points and, once
+    `resume_every_minutes` of wall-clock time have passed since the last save, a resume checkpoint.
 
     Compute-point checkpoints are what evaluation reads; resume checkpoints only bound the work a
-    preempted or timed-out job loses, so at most one of them is on disk at a time.
+    preempted job or a lost node loses. Once a save is whole, the older compute points keep only their
+    weights and older resume checkpoints go (`checkpoints.keep_newest_whole`): one checkpoint of the run
+    holds optimizer state. An interval in minutes rather than steps keeps the loss bounded in time whatever
+    a step costs (seconds at small B, many minutes at B = 65,536). `resume_every_steps` is the deprecated
+    step-count interval, still honoured where a config sets it.
     """
 
-    def __init__(self, steps: list[int], resume_every: int | None = None) -> None:
+    def __init__(
+        self,
+        steps: list[int],
+        resume_every_minutes: float | None = None,
+        resume_every_steps: int | None = None,
+    ) -> None:
         self.steps = set(steps)
-        self.resume_every = resume_every
+        self.resume_every_seconds = None if resume_every_minutes is None else 60 * resume_every_minutes
+        self.resume_every_steps = resume_every_steps
+        self.last_save = time.monotonic()
+
+    def on_train_begin(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **_: object
+    ) -> None:
+        self.last_save = time.monotonic()
 
     def on_step_end(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **_: object
     ) -> TrainerControl:
         step = state.global_step
-        if step in self.steps or (self.resume_every and step % self.resume_every == 0):
+        due = bool(self.resume_every_steps and step % self.resume_every_steps == 0)
+        if self.resume_every_seconds is not None:
+            # Each rank reads its own clock; they vote, so that all of them save the same step.
+            due = any_rank(due or time.monotonic() - self.last_save >= self.resume_every_seconds, args)
+        if step in self.steps or due:
             control.should_save = True
         return control
 
     def on_save(
         self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **_: object
     ) -> None:
-        if not state.is_world_process_zero:
-            return
-        for old in Path(args.output_dir).glob("checkpoint-*"):
-            step = int(old.name.rsplit("-", 1)[1])
-            if step < state.global_step and step not in self.steps:
-                shutil.rmtree(old)
+        self.last_save = time.monotonic()
+        # Every rank writes its own part of a checkpoint (its RNG state, its ZeRO shards): rank 0 judges
+        # the new checkpoint whole only once all of them are done.
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.barrier()
+        if state.is_world_process_zero:
+            keep_newest_whole(args.output_dir, self.steps)
 
 
 class ReplayShuffles(TrainerCallback):
@@ -258,6 +277,8 @@ class ProgressLog(TrainerCallback):
             max_steps=state.max_steps,
             reward=logs["reward"],
             compute_rollouts=state.global_step * self.batch,
+            # the step's mean completion length: what `isocompute plan --pilot` fits step times against
+            completion_tokens=logs.get("completions/mean_length"),
         )
 
 
@@ -268,12 +289,13 @@ def build_trainer(
     save_steps: list[int],
     reward_func: Callable[..., list[float]],
     chat_template: bool = False,
-    resume_every: int | None = None,
+    launch: LaunchSpec = SINGLE_PROCESS,
     callbacks: Sequence[TrainerCallback] = (),
     selection: LossSelection | None = None,
 ) -> GRPOTrainer:
-    """A `GRPOTrainer` on the problem table's `prompt` and `answer` columns; with a `selection`, the
-    subclass that puts only the selected completions into the loss."""
+    """A `GRPOTrainer` on the problem table's `prompt` and `answer` columns, saving at `save_steps` and at
+    the launch's resume interval; with a `selection`, the subclass that puts only the selected
+    completions into the loss."""
     table = train_problems.loc[:, ["id", "prompt", "answer"]]
     dataset = Dataset.from_dict(
         {
@@ -288,7 +310,10 @@ def build_trainer(
         reward_funcs=reward_func,
         args=args,
         train_dataset=dataset,
-        callbacks=[SaveAtComputePoints(save_steps, resume_every), *callbacks],
+        callbacks=[
+            SaveAtComputePoints(save_steps, launch.resume_every_minutes, launch.resume_every_steps),
+            *callbacks,
+        ],
     )
 
 
@@ -341,7 +366,8 @@ def resume_point(run: RunSpec, train_problems: pd.DataFrame) -> str | None:
     last step below which every compute point it saves at is on disk: a raised compute_max extends it, a
     lowered one cuts it at a checkpoint it has (or trains up to the new end from an earlier one).
     Checkpoints beyond that point, or at compute points the run no longer saves at, move aside as well,
-    named in the log. Incomplete checkpoints (a job killed while saving) are logged and removed.
+    named in the log. Incomplete checkpoints (a job killed while saving) are logged and removed. The
+    compute points below the resume point keep only their weights (`checkpoints.keep_newest_whole`).
     """
     run_dir = Path(run.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -366,6 +392,8 @@ def resume_point(run: RunSpec, train_problems: pd.DataFrame) -> str | None:
         start = f"step {resume_step}" if resume else "the start"
         reason = f"the run saves at steps {save_steps}, going on from {start}: these lie beyond or off them"
         supersede(run_dir, unused, reason)
+    # Finishes a thinning a kill cut short, and thins checkpoints saved whole before thinning existed.
+    keep_newest_whole(run_dir, save_steps)
     LOG.info(
         "%s: %s", run_dir, f"resuming from {resume}" if resume else "no checkpoint to go on from, starting"
     )
@@ -487,7 +515,7 @@ def _train(
             save_steps,
             reward_function(run.checker),
             run.spec.sampling.chat_template,
-            run.launch.resume_every_steps,
+            run.launch,
             callbacks=[ReplayShuffles(), ProgressLog(run.run_dir, run.point.batch), stop],
             selection=loss_selection(run),
         )

@@ -71,7 +71,7 @@ def _run(workdir: Path, name: str, engine=None, launch=None):
 def check_grpo(workdir: Path, on_gpu: bool) -> str:
     import pandas as pd
 
-    from isocompute.checkpoints import checkpoint_problem
+    from isocompute.checkpoints import checkpoint_problem, weights_problem
     from isocompute.timelimit import TimeLimitReached
     from isocompute.training import grpo_args, train_run
 
@@ -83,7 +83,8 @@ def check_grpo(workdir: Path, on_gpu: bool) -> str:
     seconds = time.monotonic() - started
     assert table["step"].tolist() == list(range(1, 13)), table["step"].tolist()
     assert all(math.isfinite(v) for v in table["loss"]) and all(math.isfinite(v) for v in table["grad_norm"])
-    assert all(checkpoint_problem(Path(run.run_dir) / m["path"]) is None for m in manifest)
+    assert all(weights_problem(Path(run.run_dir) / m["path"]) is None for m in manifest)
+    assert checkpoint_problem(Path(run.run_dir) / manifest[-1]["path"]) is None
     limited = dataclasses.replace(run, run_dir=str(workdir / "grpo_limited"))
     try:
         train_run(limited, _problems(), deadline=time.time() - 1)
@@ -130,7 +131,7 @@ def check_vllm(workdir: Path, on_gpu: bool) -> str:
 def check_zero3(workdir: Path, on_gpu: bool) -> str:
     import pandas as pd
 
-    from isocompute.checkpoints import checkpoint_problem
+    from isocompute.checkpoints import checkpoint_problem, weights_problem
     from isocompute.launch import TrainingJob, run_job
     from isocompute.problems import write_table
     from isocompute.specs import LaunchSpec
@@ -145,7 +146,9 @@ def check_zero3(workdir: Path, on_gpu: bool) -> str:
     run_job(job)
     table = pd.read_parquet(job.log_table)
     manifest = json.loads(Path(job.checkpoints).read_text())
-    problems = {m["path"]: checkpoint_problem(Path(run.run_dir) / m["path"]) for m in manifest}
+    # The newest keeps the ZeRO-3 engine state; the older compute points only their 16-bit weights.
+    problems = {m["path"]: weights_problem(Path(run.run_dir) / m["path"]) for m in manifest}
+    problems[manifest[-1]["path"]] = checkpoint_problem(Path(run.run_dir) / manifest[-1]["path"])
     assert not any(problems.values()), problems
     assert table["step"].tolist() == list(range(1, 13))
     return f"12 steps on {processes} GPU(s) under ZeRO-3, checkpoints {sorted(problems)} whole"
