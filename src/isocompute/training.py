@@ -35,6 +35,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from isocompute.answers import reward_function
 from isocompute.checkpoints import checkpoints_of, last_good_checkpoint, step_of
+from isocompute.config import without_layout
 from isocompute.files import write_json, write_text
 from isocompute.grid import GridPoint, batch_split, checkpoint_steps, learning_rate, total_steps
 from isocompute.problems import write_table
@@ -302,17 +303,21 @@ def loss_selection(run: RunSpec) -> LossSelection | None:
 def run_settings(run: RunSpec, train_problems: pd.DataFrame) -> dict[str, object]:
     """Everything that changes what a run computes, and how far it goes; saved as `run_settings.json`.
 
-    The device layout (`run.launch`) is not among them: a run resumes on any number of GPUs. Of these,
-    `EXTENT` only says where the run stops and which steps it keeps: a run resumes across changes of it.
+    The layout is not among them (`run.launch`, and the vLLM engine's own layout: `config.is_layout`), so a
+    run resumes across a change of it; under DeepSpeed ZeRO, on its saved world size only
+    (`launch.check_world_size`). Of these, `EXTENT` only says where the run stops and which steps it keeps:
+    a run resumes across changes of it.
     """
-    return {
-        "model": str(run.model_path),
-        "problems": train_problems["id"].tolist(),
-        "point": dataclasses.asdict(run.point),
-        "spec": dataclasses.asdict(run.spec),
-        "recipe": dataclasses.asdict(run.recipe),
-        "checker": run.checker,
-    }
+    return without_layout(
+        {
+            "model": str(run.model_path),
+            "problems": train_problems["id"].tolist(),
+            "point": dataclasses.asdict(run.point),
+            "spec": dataclasses.asdict(run.spec),
+            "recipe": dataclasses.asdict(run.recipe),
+            "checker": run.checker,
+        }
+    )
 
 
 # The settings that set how far a run goes and where it saves, not what any of its steps computes: with
@@ -372,7 +377,7 @@ def _changed_computation(settings_file: Path, settings: dict[str, object]) -> li
         saved = json.loads(settings_file.read_text())
     except ValueError:
         return ["run_settings.json: (unreadable)"]
-    changed = changed_settings(saved, settings)
+    changed = changed_settings(without_layout(saved), settings)  # settings saved with their layout before
     return [
         f"{key}: {_shown(old)} -> {_shown(new)}" for key, (old, new) in changed.items() if key not in EXTENT
     ]
