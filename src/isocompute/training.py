@@ -7,8 +7,9 @@ recipe with the zero-variance filter, or a grid point with a decoupled baseline,
 `isocompute.selective_grpo.SelectiveGRPOTrainer` instead of TRL's own. Each run trains to
 the study's compute_max and saves at compute points spaced evenly in log C, so one run yields its whole
 reward-vs-compute curve. A run resumes from its last checkpoint when its job is restarted (on any number
-of devices), goes on from it when only its compute_max changed, and starts afresh, its old checkpoints
-set aside, when a setting changed what it computes (`resume_point`; docs/upgrading.md).
+of devices, but under DeepSpeed on the number it saved at), goes on from it when only its compute_max
+changed, and starts afresh, its old checkpoints set aside, when a setting changed what it computes
+(`resume_point`; docs/upgrading.md).
 
 `train_run` trains in the calling process; `isocompute.launch` runs the same `run_training` under
 `accelerate launch` when a run spans several processes.
@@ -232,6 +233,29 @@ def _shuffling_sampler(loader: object) -> Any:
             return current
         todo += [getattr(current, name, None) for name in ("batch_sampler", "sampler")]
     return None
+
+
+# Written into each checkpoint saved under DeepSpeed: the data-parallel world size (and ZeRO stage) it was
+# saved at, which a resume must keep (`launch.check_world_size`).
+DEEPSPEED_RECORD = "deepspeed.json"
+
+
+class RecordWorldSize(TrainerCallback):
+    """Records in every checkpoint saved under DeepSpeed its data-parallel world size and ZeRO stage (rank 0).
+
+    DeepSpeed ZeRO partitions the optimizer state by rank and refuses to load it at another world size
+    (deepspeedai/DeepSpeed issues 3810, 2898), which a job would find out only after its allocation started
+    and its model loaded; with the record, the job refuses before the trainer starts.
+    """
+
+    def on_save(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **_: object
+    ) -> None:
+        plugin = getattr(args, "deepspeed_plugin", None)
+        if plugin is None or not state.is_world_process_zero:
+            return
+        record = {"world_size": args.world_size, "zero_stage": getattr(plugin, "zero_stage", None)}
+        write_json(record, Path(args.output_dir) / f"checkpoint-{state.global_step}" / DEEPSPEED_RECORD)
 
 
 class ProgressLog(TrainerCallback):
@@ -484,7 +508,7 @@ def _train(
             reward_function(run.checker),
             run.spec.sampling.chat_template,
             run.launch.resume_every_steps,
-            callbacks=[ReplayShuffles(), ProgressLog(run.run_dir, run.point.batch), stop],
+            callbacks=[ReplayShuffles(), ProgressLog(run.run_dir, run.point.batch), RecordWorldSize(), stop],
             selection=loss_selection(run),
         )
         if run.launch.report_to:

@@ -11,7 +11,7 @@ import sys
 import pandas as pd
 
 from isocompute.config import launch_spec, recipe_spec, training_spec, with_layout
-from isocompute.launch import TrainingJob, run_job
+from isocompute.launch import TrainingJob, WorldSizeChanged, run_job
 from isocompute.runlock import TrainerAlive
 from isocompute.timelimit import TimeLimitReached, slurm_deadline
 from isocompute.training import RunSpec
@@ -36,7 +36,7 @@ run = RunSpec(
 job = TrainingJob(run, snakemake.input.train, snakemake.output.log_table, snakemake.output.checkpoints)
 try:
     run_job(job, slurm_deadline())
-except (TimeLimitReached, TrainerAlive) as stop:
+except (TimeLimitReached, TrainerAlive, WorldSizeChanged) as stop:
     logging.warning("%s", stop)
     sys.exit(1)
 table = pd.read_parquet(job.log_table)
