@@ -254,8 +254,8 @@ def run_lr(config: Config, point: GridPoint) -> LearningRate:
 
 def run_params(config: Config, point: GridPoint) -> dict[str, Any]:
     """Everything a training job computes with, as plain values (Snakemake reruns it when they change):
-    the sampling, the `training` keys without the layout (`params_form`), with the run's own learning rate in
-    place of the default, and the run's own recipe. Other recipes, other runs' learning rates and the
+    the sampling, the `training` keys without the layout (`params_form`), with the run's own learning
+    rate in place of the default, and the run's own recipe. Other recipes, other runs' learning rates and the
     problem sets' blocks are not among them, so adding an ablation reruns no finished run; nor are fields an
     upgrade added, at their neutral value (`isocompute.upgrades`)."""
     lr = run_lr(config, point)

@@ -84,7 +84,8 @@ def with_frozen_layout(values: Mapping[str, Any], path: str) -> dict[str, Any]:
     the paper preset does) has them, and `training.vllm` in `training`, among the trailing keys in
     config.yaml's order; a file that names one now (a new memory share) would move it forward. So the
     trailing run of keys that follows config.yaml's order takes them at their places in that order; the
-    keys before it keep theirs.
+    keys before it keep theirs. (A study whose files named keys on both sides of the frozen ones, in
+    config.yaml's order, without naming those, had them elsewhere: its jobs replan once.)
     """
     order = FROZEN_LAYOUT_ORDER.get(path)
     if order is None:
