@@ -27,7 +27,7 @@ from isocompute.cli import main
 from isocompute.evaluation import evaluate_checkpoints
 from isocompute.generation import make_sampler
 from isocompute.grid import GridPoint
-from isocompute.specs import Recipe, SamplingSpec, TrainingSpec
+from isocompute.specs import Recipe, RolloutEngine, SamplingSpec, TrainingSpec
 from isocompute.training import RUN_SETTINGS, RunSpec, resume_point, train_run
 
 SPEC = TrainingSpec(1e-4, 64, 2, 24, 96, 3, "grpo", SamplingSpec(1.0, 1.0, 4))
@@ -340,3 +340,24 @@ def test_a_settings_file_from_before_an_added_field_counts_as_unchanged(
     assert resume_point(dataclasses.replace(run, spec=chat), pool) is None
     (aside,) = _superseded(run_dir)
     assert "spec.sampling.chat_template: (absent) -> True" in (aside / "reason.txt").read_text()
+
+
+def test_a_run_resumes_across_a_change_of_the_vllm_engines_layout_but_not_of_its_correction(
+    run_copy: Path, tiny_model: str, pool: pd.DataFrame
+) -> None:
+    run_dir = run_copy
+    # The settings file as a vLLM run wrote it before layout left it: with the engine's memory share.
+    engine = RolloutEngine("colocate", 0.3, 1, 1, "token_truncate", 2.0)
+    saved = json.loads((run_dir / RUN_SETTINGS).read_text())
+    saved["spec"]["rollout_engine"] = dataclasses.asdict(engine)
+    (run_dir / RUN_SETTINGS).write_text(json.dumps(saved))
+    smaller = dataclasses.replace(engine, gpu_memory_utilization=0.21, tensor_parallel_size=2)
+    spec = dataclasses.replace(SPEC, rollout_engine=smaller)
+    run = RunSpec(tiny_model, POINT, spec, Recipe(0.0, 0.0), str(run_dir))
+    assert resume_point(run, pool) == str(run_dir / "checkpoint-12") and not _superseded(run_dir)
+    written = json.loads((run_dir / RUN_SETTINGS).read_text())["spec"]["rollout_engine"]
+    assert written == {"mode": "colocate", "importance_sampling": "token_truncate", "importance_sampling_cap": 2}
+    capped = dataclasses.replace(spec, rollout_engine=dataclasses.replace(smaller, importance_sampling_cap=4.0))
+    assert resume_point(dataclasses.replace(run, spec=capped), pool) is None
+    (aside,) = _superseded(run_dir)
+    assert "spec.rollout_engine.importance_sampling_cap: 2.0 -> 4.0" in (aside / "reason.txt").read_text()

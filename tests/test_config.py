@@ -10,6 +10,7 @@ import yaml
 from snakemake.utils import update_config
 
 from isocompute import config as config_module
+from isocompute import upgrades
 from isocompute.cluster_rules import UnregisteredRuleError, resource_keys
 from isocompute.config import (
     ConfigError,
@@ -17,12 +18,14 @@ from isocompute.config import (
     check_config,
     launch_spec,
     output_roots,
+    params_form,
     recipe_name,
     rule_resources,
     run_lr,
     run_params,
     studies_of,
     validate_config,
+    with_layout,
 )
 from isocompute.grid import GridPoint, learning_rate
 
@@ -313,6 +316,86 @@ def test_a_runs_params_hold_only_its_own_recipe_and_learning_rate() -> None:
     changed["training"]["lr_base"] = 3e-4  # the default learning rate: not this run's
     assert run_params(changed, rules) == run_params(config, rules)
     assert run_params(changed, default)["training"]["lr_base"] == 3e-4
+
+
+# Layout: how jobs are laid out on devices. None of it may reach a job's params (it would rerun the job).
+LAYOUT_CHANGES = {
+    "training.vllm.gpu_memory_utilization": 0.21,
+    "training.vllm.tensor_parallel_size": 2,
+    "training.vllm.server_gpus": 4,
+    "training.vllm.enable_sleep_mode": True,  # a key added to the block later is layout too
+    "training.processes": 8,
+    "training.per_device_batch_max": 16,
+    "generation.tensor_parallel_size": 2,
+    "generation.vllm_engine_kwargs": {"enforce_eager": True, "max_model_len": 10240},
+}
+# What jobs compute: each of these must change the params of the jobs that read it.
+MATH_CHANGES = {
+    "training.vllm.mode": "colocate",
+    "training.vllm.importance_sampling_cap": 3.0,
+    "training.loss_type": "dr_grpo",
+    "generation.backend": "transformers",
+    "generation.batch_size": 64,  # the transformers sampler's random stream runs across its batches
+}
+
+
+def job_params(config: dict) -> tuple[dict, dict]:
+    """A training job's settings and a sampling job's `generation`, as the rules pass them."""
+    generation = upgrades.without_added(params_form(config["generation"], "generation"), "generation")
+    return run_params(config, GridPoint("easy", 16, 8, 0)), generation
+
+
+@pytest.mark.parametrize(("path", "value"), sorted(LAYOUT_CHANGES.items()))
+def test_a_layout_change_leaves_every_jobs_params_as_they_were(path: str, value: object) -> None:
+    assert job_params(with_change(path, value)) == job_params(DEFAULT)
+
+
+@pytest.mark.parametrize(("path", "value"), sorted(MATH_CHANGES.items()))
+def test_a_change_of_what_jobs_compute_changes_their_params(path: str, value: object) -> None:
+    assert job_params(with_change(path, value)) != job_params(DEFAULT)
+
+
+def test_the_params_of_a_study_started_before_layout_left_them_keep_their_stored_form() -> None:
+    """Snakemake compares the `repr` it stored: at the default layout the params are the config's blocks as
+    they were passed before, key for key and in order; a job gets the config's layout back."""
+    training, generation = job_params(DEFAULT)
+    assert repr(training["training"]["vllm"]) == repr(DEFAULT["training"]["vllm"])
+    assert repr(generation) == repr(DEFAULT["generation"])
+    for path, frozen in upgrades.FROZEN_LAYOUT.items():
+        block, *keys = path.split(".")
+        node = DEFAULT[block]
+        for key in keys:
+            node = node[key]
+        assert node == frozen, path
+    changed = with_change("training.vllm.gpu_memory_utilization", 0.21)
+    changed["generation"]["vllm_engine_kwargs"] = {"enforce_eager": True}
+    training, generation = job_params(changed)
+    relaid = with_layout(training["training"], changed["training"], "training")
+    assert relaid["vllm"] == changed["training"]["vllm"]
+    assert with_layout(generation, changed["generation"], "generation") == changed["generation"]
+
+
+def snakemake_merge(*overrides: dict) -> dict:
+    """The config as Snakemake merges config files over config.yaml: the keys the files name first, in the
+    order named, then config.yaml's other keys in its order (the order a param's stored `repr` has)."""
+    named: dict = {}
+    for override in overrides:
+        update_config(named, copy.deepcopy(override))
+    config = copy.deepcopy(named)
+    update_config(config, copy.deepcopy(DEFAULT))
+    update_config(config, copy.deepcopy(named))
+    return config
+
+
+@pytest.mark.parametrize("study", [".test/config_micro/config.yaml", "config/presets/paper.yaml"])
+def test_a_config_file_that_names_layout_keys_leaves_the_params_in_their_stored_order(study: str) -> None:
+    started = yaml.safe_load((REPO / study).read_text())
+    layout = {
+        "training": {"processes": 2, "vllm": {"gpu_memory_utilization": 0.21, "server_gpus": 2}},
+        "generation": {"tensor_parallel_size": 2, "vllm_engine_kwargs": {"enforce_eager": True}},
+    }
+    before, after = job_params(snakemake_merge(started)), job_params(snakemake_merge(started, layout))
+    assert repr(after) == repr(before)
 
 
 @pytest.mark.parametrize(

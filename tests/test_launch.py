@@ -6,16 +6,20 @@ import json
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 import torch
+from transformers import TrainerControl, TrainerState
 
 from isocompute.checkpoints import checkpoint_problem, is_weights_only
 from isocompute.grid import GridPoint
 from isocompute.launch import (
     TrainingJob,
+    WorldSizeChanged,
     accelerate_command,
+    check_world_size,
     job_from_dict,
     job_to_dict,
     needs_launcher,
@@ -27,7 +31,9 @@ from isocompute.problems import write_table
 from isocompute.progress import attempts, read_events
 from isocompute.specs import LaunchSpec, Recipe, RolloutEngine, SamplingSpec, TrainingSpec
 from isocompute.timelimit import TimeLimitReached
-from isocompute.training import RunSpec
+from isocompute.training import DEEPSPEED_RECORD, RecordWorldSize, RunSpec, train_run
+
+from conftest import REPO
 
 SAMPLING = SamplingSpec(temperature=1.0, top_p=1.0, max_new_tokens=4)
 SPEC = TrainingSpec(1e-4, 64, 2, 16, 48, 3, "grpo", SAMPLING)
@@ -159,3 +165,40 @@ def test_launched_ranks_save_one_step_before_the_time_limit_and_the_next_job_res
     assert (first.start["resume_from"], first.time_limit["step"], first.outcome) == (None, 1, "time_limit")
     assert (second.start["resume_from"], second.outcome) == ("checkpoint-1", "finished")
     assert [s["step"] for s in first.steps + second.steps] == list(range(1, 7))
+
+
+ZERO3 = str(REPO / "config" / "accelerate" / "deepspeed_zero3.yaml")
+
+
+def test_a_checkpoint_saved_under_deepspeed_records_its_world_size(tmp_path: Path) -> None:
+    # Stands in for TrainingArguments under DeepSpeed on 8 GPUs, which this machine cannot run.
+    mock_deepspeed_args = SimpleNamespace(
+        deepspeed_plugin=SimpleNamespace(zero_stage=3), world_size=8, output_dir=str(tmp_path)
+    )
+    (tmp_path / "checkpoint-5").mkdir()
+    RecordWorldSize().on_save(mock_deepspeed_args, TrainerState(global_step=5), TrainerControl())
+    record = json.loads((tmp_path / "checkpoint-5" / DEEPSPEED_RECORD).read_text())
+    assert record == {"world_size": 8, "zero_stage": 3}
+
+
+def test_a_deepspeed_checkpoint_is_resumed_only_on_its_world_size_and_refused_before_training(
+    tiny_model: str, pool: pd.DataFrame, tmp_path: Path
+) -> None:
+    train_path = tmp_path / "train.parquet"
+    write_table(pool, train_path)
+    one = job(tmp_path, str(train_path), tiny_model, processes=1)
+    train_run(one.run, pool)
+    run_dir = Path(one.run.run_dir)
+    assert not list(run_dir.glob(f"checkpoint-*/{DEEPSPEED_RECORD}"))  # no DeepSpeed, no record
+    # As DeepSpeed on 2 GPUs would have saved it.
+    (run_dir / "checkpoint-6" / DEEPSPEED_RECORD).write_text(json.dumps({"world_size": 2, "zero_stage": 3}))
+    on_four = dataclasses.replace(one.run.launch, processes=4, accelerate_config=ZERO3)
+    events = read_events(run_dir)
+    with pytest.raises(WorldSizeChanged) as refused:
+        run_job(dataclasses.replace(one, run=dataclasses.replace(one.run, launch=on_four)))
+    message = str(refused.value)
+    assert "on 2 training processes" in message and "training.processes=4" in message
+    assert "training.processes: 2" in message and "ds_to_universal" in message
+    assert read_events(run_dir) == events  # refused before an attempt started
+    check_world_size(str(run_dir / "checkpoint-6"), dataclasses.replace(on_four, processes=2))
+    check_world_size(str(run_dir / "checkpoint-6"), dataclasses.replace(on_four, accelerate_config=None))

@@ -17,6 +17,16 @@ from test_workflow import MICRO, snakemake
 
 # An added field whose default (TRL's own max_grad_norm) computes what the study computed before it.
 ADDED_FIELD = "max_grad_norm"
+# Layout settings changed in a finished study.
+LAYOUT = """\
+training:
+  processes: 2
+  per_device_batch_max: 8
+  vllm: {gpu_memory_utilization: 0.21, tensor_parallel_size: 2, server_gpus: 2}
+generation:
+  tensor_parallel_size: 2
+  vllm_engine_kwargs: {enforce_eager: true, max_model_len: 4096}
+"""
 
 
 def test_added_fields_at_their_neutral_value_leave_the_comparisons(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -99,6 +109,14 @@ def test_upgrades_rerun_nothing_finished_unless_a_runs_math_changed(finished_mic
     assert (
         nothing.returncode == 0 and "Nothing to be done" in nothing.stdout + nothing.stderr
     ), nothing.stdout[-3000:]
+
+    # A new layout reruns nothing: less memory for vLLM and other engine arguments (after an out-of-memory
+    # error, say), other tensor parallelism, server GPUs, processes and micro-batches.
+    (workdir / "layout.yaml").write_text(LAYOUT)
+    relaid = snakemake_in(workdir, "-n", configfiles=(MICRO, "layout.yaml"))
+    assert (
+        relaid.returncode == 0 and "Nothing to be done" in relaid.stdout + relaid.stderr
+    ), relaid.stdout[-3000:]
 
     # A change of the runs' math (every micro run uses the default lr_base) reruns exactly the training
     # jobs and what depends on them: the jobs Snakemake plans when those three runs alone are forced.

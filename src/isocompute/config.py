@@ -257,12 +257,13 @@ def run_lr(config: Config, point: GridPoint) -> LearningRate:
 
 def run_params(config: Config, point: GridPoint) -> dict[str, Any]:
     """Everything a training job computes with, as plain values (Snakemake reruns it when they change):
-    the sampling, the `training` keys without the device layout, with the run's own learning rate in
-    place of the default, and the run's own recipe. Other recipes, other runs' learning rates and the
+    the sampling, the `training` keys without the layout (`params_form`), with the run's own learning
+    rate in place of the default, and the run's own recipe. Other recipes, other runs' learning rates and the
     problem sets' blocks are not among them, so adding an ablation reruns no finished run; nor are fields an
     upgrade added, at their neutral value (`isocompute.upgrades`)."""
     lr = run_lr(config, point)
-    training = {key: value for key, value in recipe_keys(config["training"]).items() if key not in LR_KEYS}
+    training = params_form(config["training"], "training")
+    training = {key: value for key, value in training.items() if key not in LR_KEYS}
     return upgrades.without_added(
         {
             "sampling": config["sampling"],
@@ -341,9 +342,62 @@ TRACKER_PACKAGES = {
 }
 
 
-def recipe_keys(training: Mapping[str, Any]) -> dict[str, Any]:
-    """The `training` block without its device layout: what a run computes, and so what reruns it."""
-    return {key: value for key, value in training.items() if key not in LAUNCH_KEYS}
+# The keys of `training.vllm` that change what a run computes: whether TRL samples with vLLM at all, and how
+# importance sampling corrects for its sampler. Every other key of the block lays the engine out (memory
+# share, tensor parallelism, the server's GPUs, ...): a key added to the block is layout unless named here.
+VLLM_RECIPE_KEYS = ("mode", "importance_sampling", "importance_sampling_cap")
+# The keys of `generation` that lay a sampler out without changing what it samples. Not `batch_size`: the
+# transformers sampler draws one random stream across its generate calls, so another batch size samples
+# other completions where it splits the prompts differently (docs/upgrading.md).
+GENERATION_LAYOUT_KEYS = ("tensor_parallel_size", "vllm_engine_kwargs")
+
+
+def is_layout(path: str) -> bool:
+    """Whether the setting at config path `path` (`training.vllm.gpu_memory_utilization`) lays a job out
+    on devices rather than changing what it computes: such a setting reruns nothing and a run resumes
+    across changes of it, so it is in no job's params and in no run's settings."""
+    block, *keys = path.split(".")
+    if block == "training" and keys:
+        if keys[0] == "vllm":
+            return len(keys) > 1 and keys[1] not in VLLM_RECIPE_KEYS
+        return keys[0] in LAUNCH_KEYS
+    return block == "generation" and bool(keys) and keys[0] in GENERATION_LAYOUT_KEYS
+
+
+def without_layout(values: Mapping[str, Any], path: str = "") -> dict[str, Any]:
+    """`values` (settings at dotted `path`: a config block, or a run's settings, whose paths
+    `upgrades.config_path` maps to the config's) without their layout fields, at any depth."""
+    kept = {}
+    for key, value in values.items():
+        inner = f"{path}.{key}" if path else str(key)
+        if not is_layout(upgrades.config_path(inner)):
+            kept[key] = without_layout(value, inner) if isinstance(value, Mapping) else value
+    return kept
+
+
+def params_form(block: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """A config block at `path` as jobs' params hold it: what they compute, without the layout, so that a
+    new layout reruns nothing. The layout fields that were params before stay at a fixed value
+    (`upgrades.with_frozen_layout`), so the params of a study started before keep their stored form."""
+    kept = {}
+    for key, value in block.items():
+        inner = f"{path}.{key}"
+        if not is_layout(inner):
+            kept[key] = params_form(value, inner) if isinstance(value, Mapping) else value
+    return upgrades.with_frozen_layout(kept, path)
+
+
+def with_layout(params: Mapping[str, Any], block: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """What a job runs with: its params' block (`params_form`) with every layout field, at any depth, taken
+    from the config's `block` at `path` (`snakemake.config`; not a param, so a new layout reruns nothing)."""
+    merged = dict(params)
+    for key, value in block.items():
+        inner = f"{path}.{key}"
+        if is_layout(inner):
+            merged[key] = value
+        elif isinstance(value, Mapping) and isinstance(params.get(key), Mapping):
+            merged[key] = with_layout(params[key], value, inner)
+    return merged
 
 
 def report_to(setting: str | list[str] | None) -> tuple[str, ...]:

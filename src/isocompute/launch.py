@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 import torch
+import yaml
 from accelerate import PartialState
 
 from isocompute import runlock
@@ -33,7 +34,7 @@ from isocompute.grid import GridPoint, total_steps
 from isocompute.progress import append_event, attempts, read_events, start_attempt
 from isocompute.specs import LaunchSpec, Recipe, RolloutEngine, SamplingSpec, TrainingSpec
 from isocompute.timelimit import TimeLimitReached
-from isocompute.training import RunSpec, resume_point, run_training, write_outputs
+from isocompute.training import DEEPSPEED_RECORD, RunSpec, resume_point, run_training, write_outputs
 
 JOB_FILE = "job.json"
 
@@ -79,6 +80,43 @@ def needs_launcher(run: RunSpec) -> bool:
         run.launch.processes > 1
         or run.launch.accelerate_config is not None
         or (engine is not None and engine.own_gpus > 0)
+    )
+
+
+class WorldSizeChanged(RuntimeError):
+    """A DeepSpeed checkpoint that this job would resume on another data-parallel world size."""
+
+
+def uses_deepspeed(launch: LaunchSpec) -> bool:
+    """Whether the run trains under DeepSpeed: its accelerate config's `distributed_type`."""
+    if launch.accelerate_config is None:
+        return False
+    settings = yaml.safe_load(Path(launch.accelerate_config).read_text()) or {}
+    return str(settings.get("distributed_type", "")).upper() == "DEEPSPEED"
+
+
+def check_world_size(resume: str | None, launch: LaunchSpec) -> None:
+    """Refuse, before any process starts, to resume a checkpoint saved under DeepSpeed on another number of
+    training processes: ZeRO partitions the optimizer state by data-parallel rank and DeepSpeed refuses it
+    at another world size, after the job's allocation has started and its model has loaded. A run without
+    DeepSpeed (one process, or DDP) resumes on any number; so does a checkpoint without the record (saved
+    before it existed, or cut off between its trainer state and the record)."""
+    if resume is None or not uses_deepspeed(launch):
+        return
+    record = Path(resume) / DEEPSPEED_RECORD
+    if not record.is_file():
+        return
+    saved = json.loads(record.read_text())
+    if saved["world_size"] == launch.processes:
+        return
+    raise WorldSizeChanged(
+        f"{resume} was saved by DeepSpeed (ZeRO stage {saved['zero_stage']}) on {saved['world_size']} "
+        f"training processes, and this job would resume it on training.processes={launch.processes}: "
+        "DeepSpeed refuses a ZeRO checkpoint at another data-parallel world size. Resubmit with "
+        f"training.processes: {saved['world_size']} (and resources.train_grpo.gpu to match), or move "
+        "the run's checkpoint-* folders aside to train it afresh on this count. DeepSpeed's ds_to_universal "
+        "converts a ZeRO checkpoint for another world size, but this pipeline does not resume from a "
+        "universal checkpoint (docs/running-at-scale.md)."
     )
 
 
@@ -149,12 +187,13 @@ def run_job(job: TrainingJob, deadline: float | None = None) -> None:
 
     `deadline` is the job's time limit (seconds since the epoch; `timelimit.slurm_deadline`): before it the
     run saves and `TimeLimitReached` is raised. Raises `runlock.TrainerAlive` while a trainer of an earlier
-    attempt still writes the run folder.
+    attempt still writes the run folder, and `WorldSizeChanged` for a DeepSpeed checkpoint it cannot resume.
     """
     run = job.run
     problems = pd.read_parquet(job.train_path)
     with runlock.TrainerLock(run.run_dir):
         resume = resume_point(run, problems)
+        check_world_size(resume, run.launch)
         steps = total_steps(run.point.batch, run.spec.compute_max)
         gpus = len(visible_devices())
         start_attempt(run.run_dir, gpus, resume, steps, run.point.batch, os.environ.get("SLURM_JOB_ID"))

@@ -110,7 +110,8 @@ class RolloutEngine:
 @dataclass(frozen=True)
 class LaunchSpec:
     """How one run is laid out on devices and jobs; none of it changes what a run computes, so a run
-    resumes across a change of GPU count.
+    resumes across a change of GPU count (under DeepSpeed only on the count a checkpoint was saved at:
+    `launch.check_world_size`).
 
     `processes` > 1 (or a vLLM server) runs the training under `accelerate launch`, with the accelerate
     config file `accelerate_config` (DeepSpeed ZeRO, FSDP) where set. `resume_every_minutes` adds a rolling

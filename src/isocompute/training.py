@@ -8,8 +8,9 @@ processes or micro-batches (grouped by completion length there) trains with
 `isocompute.selective_grpo.SelectiveGRPOTrainer` instead of TRL's own (`loss_selection`). Each run trains to
 the study's compute_max and saves at compute points spaced evenly in log C, so one run yields its whole
 reward-vs-compute curve. A run resumes from its last checkpoint when its job is restarted (on any number
-of devices), goes on from it when only its compute_max changed, and starts afresh, its old checkpoints
-set aside, when a setting changed what it computes (`resume_point`; docs/upgrading.md).
+of devices, but under DeepSpeed on the number it saved at), goes on from it when only its compute_max
+changed, and starts afresh, its old checkpoints set aside, when a setting changed what it computes
+(`resume_point`; docs/upgrading.md).
 
 `train_run` trains in the calling process; `isocompute.launch` runs the same `run_training` under
 `accelerate launch` when a run spans several processes.
@@ -35,6 +36,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from isocompute.answers import reward_function
 from isocompute.checkpoints import checkpoints_of, keep_newest_whole, last_good_checkpoint, step_of
+from isocompute.config import without_layout
 from isocompute.files import write_json, write_text
 from isocompute.grid import GridPoint, batch_split, checkpoint_steps, learning_rate, total_steps
 from isocompute.problems import write_table
@@ -253,6 +255,29 @@ def _shuffling_sampler(loader: object) -> Any:
     return None
 
 
+# Written into each checkpoint saved under DeepSpeed: the data-parallel world size (and ZeRO stage) it was
+# saved at, which a resume must keep (`launch.check_world_size`).
+DEEPSPEED_RECORD = "deepspeed.json"
+
+
+class RecordWorldSize(TrainerCallback):
+    """Records in every checkpoint saved under DeepSpeed its data-parallel world size and ZeRO stage (rank 0).
+
+    DeepSpeed ZeRO partitions the optimizer state by rank and refuses to load it at another world size
+    (deepspeedai/DeepSpeed issues 3810, 2898), which a job would find out only after its allocation started
+    and its model loaded; with the record, the job refuses before the trainer starts.
+    """
+
+    def on_save(
+        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **_: object
+    ) -> None:
+        plugin = getattr(args, "deepspeed_plugin", None)
+        if plugin is None or not state.is_world_process_zero:
+            return
+        record = {"world_size": args.world_size, "zero_stage": getattr(plugin, "zero_stage", None)}
+        write_json(record, Path(args.output_dir) / f"checkpoint-{state.global_step}" / DEEPSPEED_RECORD)
+
+
 class ProgressLog(TrainerCallback):
     """Appends a `step` event to the run's progress file for every logged optimizer step (rank 0 only)."""
 
@@ -336,17 +361,21 @@ def loss_selection(run: RunSpec) -> LossSelection | None:
 def run_settings(run: RunSpec, train_problems: pd.DataFrame) -> dict[str, object]:
     """Everything that changes what a run computes, and how far it goes; saved as `run_settings.json`.
 
-    The device layout (`run.launch`) is not among them: a run resumes on any number of GPUs. Of these,
-    `EXTENT` only says where the run stops and which steps it keeps: a run resumes across changes of it.
+    The layout is not among them (`run.launch`, and the vLLM engine's own layout: `config.is_layout`), so a
+    run resumes across a change of it; under DeepSpeed ZeRO, on its saved world size only
+    (`launch.check_world_size`). Of these, `EXTENT` only says where the run stops and which steps it keeps:
+    a run resumes across changes of it.
     """
-    return {
-        "model": str(run.model_path),
-        "problems": train_problems["id"].tolist(),
-        "point": dataclasses.asdict(run.point),
-        "spec": dataclasses.asdict(run.spec),
-        "recipe": dataclasses.asdict(run.recipe),
-        "checker": run.checker,
-    }
+    return without_layout(
+        {
+            "model": str(run.model_path),
+            "problems": train_problems["id"].tolist(),
+            "point": dataclasses.asdict(run.point),
+            "spec": dataclasses.asdict(run.spec),
+            "recipe": dataclasses.asdict(run.recipe),
+            "checker": run.checker,
+        }
+    )
 
 
 # The settings that set how far a run goes and where it saves, not what any of its steps computes: with
@@ -409,7 +438,7 @@ def _changed_computation(settings_file: Path, settings: dict[str, object]) -> li
         saved = json.loads(settings_file.read_text())
     except ValueError:
         return ["run_settings.json: (unreadable)"]
-    changed = changed_settings(saved, settings)
+    changed = changed_settings(without_layout(saved), settings)  # settings saved with their layout before
     return [
         f"{key}: {_shown(old)} -> {_shown(new)}" for key, (old, new) in changed.items() if key not in EXTENT
     ]
@@ -516,7 +545,7 @@ def _train(
             reward_function(run.checker),
             run.spec.sampling.chat_template,
             run.launch,
-            callbacks=[ReplayShuffles(), ProgressLog(run.run_dir, run.point.batch), stop],
+            callbacks=[ReplayShuffles(), ProgressLog(run.run_dir, run.point.batch), RecordWorldSize(), stop],
             selection=loss_selection(run),
         )
         if run.launch.report_to:

@@ -9,7 +9,9 @@ existed. Registered in `ADDED_SETTINGS` with that value, the field is left out o
 holds that value; any other value is a change like any other, and reruns what it changes.
 
 Fields present when a study started are never left out, so the stored params of a running study keep
-their form: a field goes into `ADDED_SETTINGS` only in the change that adds it (docs/upgrading.md).
+their form: a field goes into `ADDED_SETTINGS` only in the change that adds it (docs/upgrading.md). For
+the same reason the layout fields that were params when layout left them (`config.is_layout`) stay in the
+params at a frozen value, in their stored place (`FROZEN_LAYOUT`, `with_frozen_layout`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,76 @@ CONFIG_PATHS = {
     "recipe": "recipes",
     "point": "grid",
 }
+
+# Layout fields (`config.is_layout`) that were among the params when layout left them: each keeps a place
+# in the params at this value, whatever the config says, so that the params Snakemake stored for a study
+# started before (at these values: the default and every preset's training block) compare equal and rerun
+# nothing. The job itself reads the config's value (`config.with_layout`). Layout fields added since are
+# never in the params; none goes into this table.
+FROZEN_LAYOUT: dict[str, Any] = {
+    "training.vllm.gpu_memory_utilization": 0.3,
+    "training.vllm.tensor_parallel_size": 1,
+    "training.vllm.server_gpus": 1,
+    "generation.tensor_parallel_size": 1,
+    "generation.vllm_engine_kwargs": {},
+}
+# The blocks that hold them, and the block that holds those, with their keys in config/config.yaml's order
+# then (`with_frozen_layout`).
+FROZEN_LAYOUT_ORDER = {
+    "training": (
+        "lr_rule",
+        "lr_base",
+        "lr_batch_ref",
+        "warmup_steps",
+        "compute_min",
+        "compute_max",
+        "checkpoint_points",
+        "loss_type",
+        "vllm",
+    ),
+    "training.vllm": (
+        "mode",
+        "gpu_memory_utilization",
+        "tensor_parallel_size",
+        "server_gpus",
+        "importance_sampling",
+        "importance_sampling_cap",
+    ),
+    "generation": ("backend", "batch_size", "tensor_parallel_size", "vllm_engine_kwargs"),
+}
+
+
+def with_frozen_layout(values: Mapping[str, Any], path: str) -> dict[str, Any]:
+    """A block's params at config path `path`, its layout left out, with the layout fields it held before
+    (`FROZEN_LAYOUT`) back at their frozen value, where the stored params of a study started before have
+    them.
+
+    Snakemake merges the config files so that the keys they name come first, in the order named, and
+    config.yaml's other keys follow in config.yaml's order; a dict's `repr` follows that order. A study
+    started with these layout fields unnamed (or named with their whole block in config.yaml's order, as
+    the paper preset does) has them, and `training.vllm` in `training`, among the trailing keys in
+    config.yaml's order; a file that names one now (a new memory share) would move it forward. So the
+    trailing run of keys that follows config.yaml's order takes them at their places in that order; the
+    keys before it keep theirs. (A study whose files named keys on both sides of the frozen ones, in
+    config.yaml's order, without naming those, had them elsewhere: its jobs replan once.)
+    """
+    order = FROZEN_LAYOUT_ORDER.get(path)
+    if order is None:
+        return dict(values)
+    held = FROZEN_LAYOUT.keys() | FROZEN_LAYOUT_ORDER.keys()
+    placed = [key for key in order if f"{path}.{key}" in held]
+    keys = [key for key in values if key not in placed]
+    start = len(keys)
+    while start and keys[start - 1] in order:
+        if start < len(keys) and order.index(keys[start - 1]) > order.index(keys[start]):
+            break
+        start -= 1
+    present = [key for key in placed if key in values or f"{path}.{key}" in FROZEN_LAYOUT]
+    trailing = sorted([*keys[start:], *present], key=order.index)
+    return {
+        **{key: values[key] for key in keys[:start]},
+        **{key: values[key] if key in values else FROZEN_LAYOUT[f"{path}.{key}"] for key in trailing},
+    }
 
 
 def config_path(path: str) -> str:

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from isocompute.config import with_layout
+
 
 def start_job(log_path: str) -> TextIO:
     """Send stdout, stderr and `logging` to the rule's log; pin torch to one thread."""
@@ -27,3 +29,9 @@ def start_job(log_path: str) -> TextIO:
 def base_model_of(snakemake: Any) -> str:
     """The model a job loads: the pipeline's own (its `model` input) or the configured path or hub id."""
     return snakemake.input.model[0] if snakemake.input.model else snakemake.params.pretrained
+
+
+def generation_of(snakemake: Any) -> dict[str, Any]:
+    """The sampler's settings: the job's `generation` params with the layout (tensor parallelism, vLLM's
+    engine arguments) from the config, not the params, so a new layout reruns nothing."""
+    return with_layout(snakemake.params.generation, snakemake.config["generation"], "generation")

@@ -8,10 +8,10 @@ from isocompute.config import sampling_spec
 from isocompute.evaluation import summary_row
 from isocompute.generation import make_sampler, score_problems
 from isocompute.problems import write_table
-from isocompute.workflow import base_model_of, start_job
+from isocompute.workflow import base_model_of, generation_of, start_job
 
 start_job(snakemake.log[0])
-generation = snakemake.params.generation
+generation = generation_of(snakemake)
 sampler = make_sampler(
     generation, base_model_of(snakemake), sampling_spec(snakemake.params.sampling), snakemake.params.seed
 )

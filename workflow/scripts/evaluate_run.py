@@ -11,11 +11,11 @@ from isocompute.config import sampling_spec
 from isocompute.evaluation import evaluate_checkpoints, new_checkpoints
 from isocompute.generation import make_sampler
 from isocompute.problems import write_table
-from isocompute.workflow import start_job
+from isocompute.workflow import generation_of, start_job
 
 start_job(snakemake.log[0])
 evaluation = snakemake.params.evaluation
-generation = snakemake.params.generation
+generation = generation_of(snakemake)
 train = pd.read_parquet(snakemake.input.train)
 train_sample = train.sample(n=evaluation["train_sample_size"], random_state=snakemake.params.seed)
 evals, val_counts, train_rates = evaluate_checkpoints(

@@ -10,12 +10,13 @@ from isocompute.config import sampling_spec
 from isocompute.evaluation import evaluate_checkpoints
 from isocompute.generation import make_sampler
 from isocompute.problems import write_table
-from isocompute.workflow import start_job
+from isocompute.workflow import generation_of, start_job
 
 start_job(snakemake.log[0])
 params = snakemake.params
+generation = generation_of(snakemake)
 evals, val_counts, _ = evaluate_checkpoints(
-    lambda path: make_sampler(params.generation, path, sampling_spec(params.sampling), params.seed),
+    lambda path: make_sampler(generation, path, sampling_spec(params.sampling), params.seed),
     json.loads(Path(snakemake.input.checkpoints).read_text()),
     str(Path(snakemake.input.checkpoints).parent),
     params.point,

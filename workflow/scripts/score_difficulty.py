@@ -8,13 +8,13 @@ from isocompute.config import sampling_spec
 from isocompute.difficulty import score_difficulty, shard_of
 from isocompute.generation import make_sampler
 from isocompute.problems import write_table
-from isocompute.workflow import base_model_of, start_job
+from isocompute.workflow import base_model_of, generation_of, start_job
 
 start_job(snakemake.log[0])
 shard = int(snakemake.wildcards.shard)
 difficulty = snakemake.params.difficulty
 problems = shard_of(pd.read_parquet(snakemake.input.pool), shard, difficulty["shards"])
-generation = snakemake.params.generation
+generation = generation_of(snakemake)
 sampler = make_sampler(
     generation,
     base_model_of(snakemake),

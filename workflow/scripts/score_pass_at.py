@@ -9,12 +9,12 @@ from isocompute.difficulty import staged_pass_at
 from isocompute.files import write_json
 from isocompute.generation import make_sampler
 from isocompute.problems import write_table
-from isocompute.workflow import base_model_of, start_job
+from isocompute.workflow import base_model_of, generation_of, start_job
 
 start_job(snakemake.log[0])
 k = int(snakemake.wildcards.k)
 sampler = make_sampler(
-    snakemake.params.generation,
+    generation_of(snakemake),
     base_model_of(snakemake),
     sampling_spec(snakemake.params.sampling),
     snakemake.params.seed + k,

@@ -10,8 +10,8 @@ import sys
 
 import pandas as pd
 
-from isocompute.config import launch_spec, recipe_spec, training_spec
-from isocompute.launch import TrainingJob, run_job
+from isocompute.config import launch_spec, recipe_spec, training_spec, with_layout
+from isocompute.launch import TrainingJob, WorldSizeChanged, run_job
 from isocompute.runlock import TrainerAlive
 from isocompute.timelimit import TimeLimitReached, slurm_deadline
 from isocompute.training import RunSpec
@@ -20,20 +20,23 @@ from isocompute.workflow import base_model_of, start_job
 start_job(snakemake.log[0])
 point = snakemake.params.point
 settings = snakemake.params.settings
+# The layout (the vLLM engine's memory share, parallelism, ...) from the config, not the params: a new
+# layout reruns nothing.
+training = with_layout(settings["training"], snakemake.config["training"], "training")
 run = RunSpec(
     model_path=base_model_of(snakemake),
     point=point,
-    spec=training_spec(settings),
+    spec=training_spec({**settings, "training": training}),
     recipe=recipe_spec(settings["recipe"]),
     run_dir=snakemake.params.run_dir,
     checker=snakemake.params.checker,
-    launch=launch_spec(snakemake.config["training"]),  # not a param: a new layout reruns nothing
+    launch=launch_spec(training),
     until_step=snakemake.params.get("until_step"),
 )
 job = TrainingJob(run, snakemake.input.train, snakemake.output.log_table, snakemake.output.checkpoints)
 try:
     run_job(job, slurm_deadline())
-except (TimeLimitReached, TrainerAlive) as stop:
+except (TimeLimitReached, TrainerAlive, WorldSizeChanged) as stop:
     logging.warning("%s", stop)
     sys.exit(1)
 table = pd.read_parquet(job.log_table)
