@@ -11,7 +11,7 @@ from transformers import AutoTokenizer, TrainerControl, TrainerState, TrainingAr
 from isocompute import training
 from isocompute.answers import reward_function
 from isocompute.checkpoints import checkpoint_problem, is_weights_only, weights_problem
-from isocompute.config import launch_spec, recipe_keys
+from isocompute.config import launch_spec, without_layout
 from isocompute.grid import GridError, GridPoint, batch_split, checkpoint_steps
 from isocompute.specs import LaunchSpec, Recipe, RolloutEngine, SamplingSpec, TrainingSpec
 from isocompute.training import (
@@ -228,7 +228,7 @@ def test_resume_checkpoints_follow_the_wall_clock(monkeypatch: pytest.MonkeyPatc
     assert saved == [3, 4, 7, 8]
     # The interval (and the deprecated step count) is layout: out of what a run computes, so no run reruns.
     layout = {"resume_every_minutes": 60, "resume_every_steps": 50}
-    assert recipe_keys({"lr_base": 1e-6, **layout}) == {"lr_base": 1e-6}
+    assert without_layout({"lr_base": 1e-6, **layout}, "training") == {"lr_base": 1e-6}
     assert launch_spec({**PAPER_TRAINING, **layout}).resume_every_minutes == 60
 
 
