@@ -15,6 +15,7 @@ from isocompute.config import (
     ConfigError,
     ablations_of,
     check_config,
+    conda_env,
     launch_spec,
     output_roots,
     recipe_name,
@@ -122,6 +123,8 @@ def test_job_settings_reach_the_launch_spec_and_runtime_may_grow_per_attempt() -
     runtime = rule_resources(config, "train_grpo")["runtime"]
     assert [runtime(None, attempt) for attempt in (1, 2, 3)] == [60, 240, 240]
     assert rule_resources(DEFAULT, "train_grpo")["runtime"] == 60
+    # One machine per job: SLURM may not split a job's GPUs across nodes (`--nodes=1`).
+    assert rule_resources(DEFAULT, "train_grpo")["nodes"] == rule_resources(DEFAULT, "evaluate_run")["nodes"] == 1
 
 
 def test_the_schema_allows_resources_for_exactly_the_registered_cluster_rules() -> None:
@@ -182,6 +185,18 @@ def preset(*names: str) -> dict:
     for name in names:
         update_config(config, yaml.safe_load((REPO / "config" / "presets" / name).read_text()))
     return config
+
+
+def test_jobs_that_hold_a_gpu_get_the_gpu_software_environment() -> None:
+    """With `--sdm conda`, a rule whose configured resources hold a GPU gets CUDA torch, vLLM and DeepSpeed;
+    every other rule the CPU build. Both environment files exist where the rules name them."""
+    paper = preset("paper.yaml")
+    assert conda_env(paper, "train_grpo") == conda_env(paper, "evaluate_run") == "../envs/isocompute-gpu.yaml"
+    assert conda_env(DEFAULT, "train_grpo") == conda_env(paper, "pretrain_base_model") == "../envs/isocompute.yaml"
+    gpu_env = yaml.safe_load((REPO / "rules" / conda_env(paper, "train_grpo")).read_text())
+    assert "python =3.13" in gpu_env["dependencies"]
+    assert gpu_env["dependencies"][-1]["pip"] == ["-e ..[vllm,deepspeed,tracking]"]
+    assert (REPO / "rules" / conda_env(DEFAULT, "train_grpo")).is_file()
 
 
 def test_paper_preset_is_the_papers_sweep() -> None:
