@@ -23,6 +23,7 @@ from isocompute.config import (
     run_lr,
     run_params,
     studies_of,
+    training_spec,
     validate_config,
 )
 from isocompute.grid import GridPoint, learning_rate
@@ -170,6 +171,12 @@ def test_vllm_parallelism_must_fit_the_gpus() -> None:
         check_config(server)
     server["resources"]["train_grpo"] = {"gpu": 3}
     check_config(server)
+    server["training"]["vllm"]["sleep_mode"] = True
+    with pytest.raises(ConfigError, match=r"training\.vllm\.sleep_mode applies to mode colocate only"):
+        check_config(server)
+    short = with_change("training.vllm", {**DEFAULT["training"]["vllm"], "max_model_len": 4})
+    with pytest.raises(ConfigError, match=r"training\.vllm\.max_model_len=4 leaves no room for a prompt beside sampling\.max_new_tokens=\d+"):
+        check_config(short)
     tensor = with_change("generation.tensor_parallel_size", 4)
     tensor["resources"]["score_difficulty"] = {"gpu": 2}
     with pytest.raises(
@@ -328,6 +335,17 @@ def test_a_runs_params_hold_only_its_own_recipe_and_learning_rate() -> None:
     changed["training"]["lr_base"] = 3e-4  # the default learning rate: not this run's
     assert run_params(changed, rules) == run_params(config, rules)
     assert run_params(changed, default)["training"]["lr_base"] == 3e-4
+    # vLLM's sleep mode and context were added while studies ran: at their defaults they are not params,
+    # and a run's spec read back from its params gets them at those defaults.
+    assert {"sleep_mode", "max_model_len"}.isdisjoint(before["training"]["vllm"])
+    config["training"]["vllm"]["mode"] = "colocate"
+    engine = training_spec(run_params(config, default)).rollout_engine
+    assert engine is not None and (engine.sleep_mode, engine.max_model_len) == (False, None)
+    config["training"]["vllm"].update(sleep_mode=True, max_model_len=10240)
+    params = run_params(config, default)
+    assert (params["training"]["vllm"]["sleep_mode"], params["training"]["vllm"]["max_model_len"]) == (True, 10240)
+    engine = training_spec(params).rollout_engine
+    assert engine is not None and (engine.sleep_mode, engine.max_model_len) == (True, 10240)
 
 
 @pytest.mark.parametrize(

@@ -316,6 +316,8 @@ def rollout_engine(vllm: Mapping[str, Any]) -> RolloutEngine | None:
         server_gpus=int(vllm["server_gpus"]),
         importance_sampling=vllm["importance_sampling"],
         importance_sampling_cap=float(vllm["importance_sampling_cap"]),
+        sleep_mode=bool(upgrades.setting(vllm, "training.vllm.sleep_mode")),
+        max_model_len=upgrades.setting(vllm, "training.vllm.max_model_len"),
     )
 
 
@@ -550,6 +552,14 @@ def _check_devices(config: Config) -> None:
         raise ConfigError(
             f"training.vllm.tensor_parallel_size={vllm['tensor_parallel_size']} must divide "
             f"training.vllm.server_gpus={vllm['server_gpus']}"
+        )
+    if vllm["mode"] == "server" and vllm.get("sleep_mode"):
+        raise ConfigError("training.vllm.sleep_mode applies to mode colocate only (a server owns its GPUs)")
+    max_model_len, max_new_tokens = vllm.get("max_model_len"), config["sampling"]["max_new_tokens"]
+    if max_model_len is not None and max_model_len <= max_new_tokens:
+        raise ConfigError(
+            f"training.vllm.max_model_len={max_model_len} leaves no room for a prompt beside "
+            f"sampling.max_new_tokens={max_new_tokens}"
         )
     for tracker in report_to(training["report_to"]):
         packages = TRACKER_PACKAGES.get(tracker, ())

@@ -175,6 +175,9 @@ def rollout_engine_args(engine: RolloutEngine | None, ports: tuple[int, int]) ->
         "vllm_importance_sampling_correction": engine.importance_sampling is not None,
         "vllm_importance_sampling_mode": engine.importance_sampling or "token_truncate",
         "vllm_importance_sampling_clip_max": engine.importance_sampling_cap,
+        # Colocate only (TRL passes them to its own engine); a server gets max_model_len on its command line.
+        "vllm_enable_sleep_mode": engine.sleep_mode,
+        "vllm_max_model_length": engine.max_model_len,
     }
 
 
