@@ -10,7 +10,7 @@ rule pretrain_base_model:
     benchmark:
         benchmarks("pretrain_base_model.tsv")
     conda:
-        "../envs/isocompute.yaml"
+        study_config.conda_env(config, "pretrain_base_model")
     threads: 1
     resources:
         **study_config.rule_resources(config, "pretrain_base_model"),

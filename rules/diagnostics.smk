@@ -69,7 +69,7 @@ rule probe_interference:
     wildcard_constraints:
         probe=PROBE,
     conda:
-        "../envs/isocompute.yaml"
+        study_config.conda_env(config, "probe_interference")
     threads: 1
     resources:
         **study_config.rule_resources(config, "probe_interference"),

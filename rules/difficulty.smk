@@ -12,7 +12,7 @@ rule score_difficulty:
     benchmark:
         benchmarks("score_difficulty/shard{shard}.tsv")
     conda:
-        "../envs/isocompute.yaml"
+        study_config.conda_env(config, "score_difficulty")
     threads: 1
     resources:
         **study_config.rule_resources(config, "score_difficulty"),

@@ -29,7 +29,7 @@ rule evaluate_base_model:
     benchmark:
         benchmarks("evaluate_base_model/{eval_set}.tsv")
     conda:
-        "../envs/isocompute.yaml"
+        study_config.conda_env(config, "evaluate_base_model")
     threads: 1
     resources:
         **study_config.rule_resources(config, "evaluate_base_model"),
@@ -62,7 +62,7 @@ rule evaluate_run:
     wildcard_constraints:
         run=one_of(FULL_RUNS),
     conda:
-        "../envs/isocompute.yaml"
+        study_config.conda_env(config, "evaluate_run")
     threads: 1
     resources:
         **study_config.rule_resources(config, "evaluate_run"),
@@ -91,7 +91,7 @@ rule evaluate_run_on:
     benchmark:
         benchmarks("evaluate_run_on/{problem_set}/{run}/{eval_set}.tsv")
     conda:
-        "../envs/isocompute.yaml"
+        study_config.conda_env(config, "evaluate_run_on")
     threads: 1
     resources:
         **study_config.rule_resources(config, "evaluate_run_on"),

@@ -15,7 +15,7 @@ rule score_pass_at:
     benchmark:
         benchmarks("score_pass_at/pass_at{k}.tsv")
     conda:
-        "../envs/isocompute.yaml"
+        study_config.conda_env(config, "score_pass_at")
     threads: 1
     resources:
         **study_config.rule_resources(config, "score_pass_at"),

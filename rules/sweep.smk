@@ -16,7 +16,7 @@ rule train_grpo_rung:
     wildcard_constraints:
         run=one_of(SWEPT_RUNS),
     conda:
-        "../envs/isocompute.yaml"
+        study_config.conda_env(config, "train_grpo_rung")
     threads: 1
     resources:
         **study_config.rule_resources(config, "train_grpo_rung"),
@@ -54,7 +54,7 @@ rule evaluate_run_rung:
     wildcard_constraints:
         run=one_of(SWEPT_RUNS),
     conda:
-        "../envs/isocompute.yaml"
+        study_config.conda_env(config, "evaluate_run_rung")
     threads: 1
     resources:
         **study_config.rule_resources(config, "evaluate_run_rung"),

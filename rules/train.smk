@@ -15,7 +15,7 @@ rule train_grpo:
     wildcard_constraints:
         run=one_of(FULL_RUNS),
     conda:
-        "../envs/isocompute.yaml"
+        study_config.conda_env(config, "train_grpo")
     threads: 1
     resources:
         **study_config.rule_resources(config, "train_grpo"),

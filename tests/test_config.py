@@ -16,6 +16,7 @@ from isocompute.config import (
     ConfigError,
     ablations_of,
     check_config,
+    conda_env,
     launch_spec,
     output_roots,
     params_form,
@@ -24,6 +25,7 @@ from isocompute.config import (
     run_lr,
     run_params,
     studies_of,
+    training_spec,
     validate_config,
     with_layout,
 )
@@ -125,6 +127,8 @@ def test_job_settings_reach_the_launch_spec_and_runtime_may_grow_per_attempt() -
     runtime = rule_resources(config, "train_grpo")["runtime"]
     assert [runtime(None, attempt) for attempt in (1, 2, 3)] == [60, 240, 240]
     assert rule_resources(DEFAULT, "train_grpo")["runtime"] == 60
+    # One machine per job: SLURM may not split a job's GPUs across nodes (`--nodes=1`).
+    assert rule_resources(DEFAULT, "train_grpo")["nodes"] == rule_resources(DEFAULT, "evaluate_run")["nodes"] == 1
 
 
 def test_the_schema_allows_resources_for_exactly_the_registered_cluster_rules() -> None:
@@ -170,6 +174,12 @@ def test_vllm_parallelism_must_fit_the_gpus() -> None:
         check_config(server)
     server["resources"]["train_grpo"] = {"gpu": 3}
     check_config(server)
+    server["training"]["vllm"]["sleep_mode"] = True
+    with pytest.raises(ConfigError, match=r"training\.vllm\.sleep_mode applies to mode colocate only"):
+        check_config(server)
+    short = with_change("training.vllm", {**DEFAULT["training"]["vllm"], "max_model_len": 4})
+    with pytest.raises(ConfigError, match=r"training\.vllm\.max_model_len=4 leaves no room for a prompt beside sampling\.max_new_tokens=\d+"):
+        check_config(short)
     tensor = with_change("generation.tensor_parallel_size", 4)
     tensor["resources"]["score_difficulty"] = {"gpu": 2}
     with pytest.raises(
@@ -185,6 +195,18 @@ def preset(*names: str) -> dict:
     for name in names:
         update_config(config, yaml.safe_load((REPO / "config" / "presets" / name).read_text()))
     return config
+
+
+def test_jobs_that_hold_a_gpu_get_the_gpu_software_environment() -> None:
+    """With `--sdm conda`, a rule whose configured resources hold a GPU gets CUDA torch, vLLM and DeepSpeed;
+    every other rule the CPU build. Both environment files exist where the rules name them."""
+    paper = preset("paper.yaml")
+    assert conda_env(paper, "train_grpo") == conda_env(paper, "evaluate_run") == "../envs/isocompute-gpu.yaml"
+    assert conda_env(DEFAULT, "train_grpo") == conda_env(paper, "pretrain_base_model") == "../envs/isocompute.yaml"
+    gpu_env = yaml.safe_load((REPO / "rules" / conda_env(paper, "train_grpo")).read_text())
+    assert "python =3.13" in gpu_env["dependencies"]
+    assert gpu_env["dependencies"][-1]["pip"] == ["-e ..[vllm,deepspeed,tracking]"]
+    assert (REPO / "rules" / conda_env(DEFAULT, "train_grpo")).is_file()
 
 
 def test_paper_preset_is_the_papers_sweep() -> None:
@@ -316,6 +338,17 @@ def test_a_runs_params_hold_only_its_own_recipe_and_learning_rate() -> None:
     changed["training"]["lr_base"] = 3e-4  # the default learning rate: not this run's
     assert run_params(changed, rules) == run_params(config, rules)
     assert run_params(changed, default)["training"]["lr_base"] == 3e-4
+    # vLLM's sleep mode and context were added while studies ran: at their defaults they are not params,
+    # and a run's spec read back from its params gets them at those defaults.
+    assert {"sleep_mode", "max_model_len"}.isdisjoint(before["training"]["vllm"])
+    config["training"]["vllm"]["mode"] = "colocate"
+    engine = training_spec(run_params(config, default)).rollout_engine
+    assert engine is not None and (engine.sleep_mode, engine.max_model_len) == (False, None)
+    config["training"]["vllm"].update(sleep_mode=True, max_model_len=10240)
+    params = run_params(config, default)
+    assert (params["training"]["vllm"]["sleep_mode"], params["training"]["vllm"]["max_model_len"]) == (True, 10240)
+    engine = training_spec(params).rollout_engine
+    assert engine is not None and (engine.sleep_mode, engine.max_model_len) == (True, 10240)
 
 
 # Layout: how jobs are laid out on devices. None of it may reach a job's params (it would rerun the job).

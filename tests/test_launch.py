@@ -88,14 +88,16 @@ def test_accelerate_and_vllm_server_commands() -> None:
     server = server_command("Qwen/Qwen2.5-7B-Instruct", SERVER, 41000)
     assert server[:3] == [sys.executable, "-m", "trl.scripts.vllm_serve"]
     options = dict(zip(server[3::2], server[4::2]))
+    # The colocated memory share (0.8 here) is not the server's: it owns its GPUs at vllm-serve's default.
     assert options == {
         "--model": "Qwen/Qwen2.5-7B-Instruct",
         "--tensor_parallel_size": "2",
         "--data_parallel_size": "2",
-        "--gpu_memory_utilization": "0.8",
         "--host": "127.0.0.1",
         "--port": "41000",
     }
+    bounded = server_command("m", dataclasses.replace(SERVER, max_model_len=10240), 41000)
+    assert dict(zip(bounded[3::2], bounded[4::2]))["--max_model_len"] == "10240"
 
 
 @pytest.fixture(scope="module")

@@ -141,6 +141,11 @@ def test_vllm_rollouts_with_truncated_importance_sampling_reach_trl_config(tmp_p
     assert args.vllm_importance_sampling_correction and args.vllm_importance_sampling_mode == "token_truncate"
     assert args.vllm_importance_sampling_clip_max == 2.0
     assert (args.vllm_server_port, args.vllm_group_port) == (41000, 41001)
+    assert not args.vllm_enable_sleep_mode and args.vllm_max_model_length is None
+    sleeping = RolloutEngine("colocate", 0.35, 2, 1, "token_truncate", 2.0, sleep_mode=True, max_model_len=10240)
+    with_sleep = TrainingSpec(1e-6, 1024, 10, 1024, 4096, 2, "grpo", SAMPLING, sleeping)
+    args = grpo_args(GridPoint("easy", 32, 8, 0), with_sleep, Recipe(0.0, 0.0), tmp_path)
+    assert args.vllm_enable_sleep_mode and args.vllm_max_model_length == 10240
     no_correction = TrainingSpec(
         1e-6, 1024, 10, 1024, 4096, 2, "grpo", SAMPLING, RolloutEngine("server", 0.9, 1, 1, None, 2.0)
     )

@@ -320,6 +320,8 @@ def rollout_engine(vllm: Mapping[str, Any]) -> RolloutEngine | None:
         server_gpus=int(vllm["server_gpus"]),
         importance_sampling=vllm["importance_sampling"],
         importance_sampling_cap=float(vllm["importance_sampling_cap"]),
+        sleep_mode=bool(upgrades.setting(vllm, "training.vllm.sleep_mode")),
+        max_model_len=upgrades.setting(vllm, "training.vllm.max_model_len"),
     )
 
 
@@ -445,7 +447,7 @@ def rule_resources(config: Config, rule: str) -> dict[str, Any]:
 
     A GPU count of 0 is dropped too, so CPU rules never ask SLURM for `--gpus=0`.
     A list of runtimes gives each attempt its own (the last repeats), so a job resubmitted after its time
-    limit can ask for more.
+    limit can ask for more. Every job asks for one node (`nodes: 1`, the SLURM plugin's `--nodes=1`).
     """
     merged = {**config["resources"]["default"], **config["resources"].get(cluster_rule(rule).resources, {})}
     resources = {
@@ -453,7 +455,20 @@ def rule_resources(config: Config, rule: str) -> dict[str, Any]:
     }
     if isinstance(resources.get("runtime"), list):
         resources["runtime"] = runtime_per_attempt(resources["runtime"])
-    return resources
+    # Every cluster job is one process tree on one machine (`accelerate launch` of training.processes ranks,
+    # a vLLM server beside them): `--gpus=N` alone would let SLURM spread its GPUs over several nodes.
+    return {**resources, "nodes": 1}
+
+
+# The software environments of `--sdm conda`, relative to rules/: PyTorch's CPU build for every rule, or the
+# CUDA build with vLLM and DeepSpeed (Python 3.13, which the vllm extra needs) for a job that holds a GPU.
+CONDA_ENVS = {"cpu": "../envs/isocompute.yaml", "gpu": "../envs/isocompute-gpu.yaml"}
+
+
+def conda_env(config: Config, rule: str) -> str:
+    """The conda environment file of a cluster rule: the GPU build where its configured resources hold a GPU
+    (`resources.<rule>.gpu`), else the CPU build, so a GPU job never trains on CPU torch."""
+    return CONDA_ENVS["gpu" if rule_resources(config, rule).get("gpu", 0) else "cpu"]
 
 
 def runtime_per_attempt(minutes: list[int]) -> Callable[..., int]:
@@ -604,6 +619,14 @@ def _check_devices(config: Config) -> None:
         raise ConfigError(
             f"training.vllm.tensor_parallel_size={vllm['tensor_parallel_size']} must divide "
             f"training.vllm.server_gpus={vllm['server_gpus']}"
+        )
+    if vllm["mode"] == "server" and vllm.get("sleep_mode"):
+        raise ConfigError("training.vllm.sleep_mode applies to mode colocate only (a server owns its GPUs)")
+    max_model_len, max_new_tokens = vllm.get("max_model_len"), config["sampling"]["max_new_tokens"]
+    if max_model_len is not None and max_model_len <= max_new_tokens:
+        raise ConfigError(
+            f"training.vllm.max_model_len={max_model_len} leaves no room for a prompt beside "
+            f"sampling.max_new_tokens={max_new_tokens}"
         )
     for tracker in report_to(training["report_to"]):
         packages = TRACKER_PACKAGES.get(tracker, ())

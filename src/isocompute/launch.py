@@ -155,7 +155,12 @@ def accelerate_command(launch: LaunchSpec, job_file: Path, on_gpu: bool, main_po
 
 
 def server_command(model_path: str, engine: RolloutEngine, port: int) -> list[str]:
-    """`trl vllm-serve` for the run's model on the server's GPUs: tensor parallel, data parallel beyond."""
+    """`trl vllm-serve` for the run's model on the server's GPUs: tensor parallel, data parallel beyond.
+
+    The colocated share `gpu_memory_utilization` is not passed: the server owns its GPUs and keeps
+    `trl vllm-serve`'s default (0.9). `max_model_len`, where set, sizes its KV cache.
+    """
+    context = ["--max_model_len", str(engine.max_model_len)] if engine.max_model_len is not None else []
     return [
         sys.executable,
         "-m",
@@ -166,8 +171,7 @@ def server_command(model_path: str, engine: RolloutEngine, port: int) -> list[st
         str(engine.tensor_parallel_size),
         "--data_parallel_size",
         str(engine.server_gpus // engine.tensor_parallel_size),
-        "--gpu_memory_utilization",
-        str(engine.gpu_memory_utilization),
+        *context,
         "--host",
         "127.0.0.1",
         "--port",

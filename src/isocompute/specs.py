@@ -92,6 +92,13 @@ class RolloutEngine:
     `mode` is TRL's `vllm_mode`: "colocate" shares the training GPUs, "server" runs `trl vllm-serve` on
     `server_gpus` GPUs of the job. `importance_sampling` is TRL's `vllm_importance_sampling_mode`
     ("token_truncate" is TIS, as in the paper) or None for no correction.
+
+    `gpu_memory_utilization` is the colocated engine's share of each training GPU; a server owns its GPUs and
+    takes `trl vllm-serve`'s own default. `sleep_mode` (colocate only) is TRL's `vllm_enable_sleep_mode`:
+    the engine frees its weights and KV cache after generating, so the backward and the optimizer step get
+    that share back, at the cost of reloading them every step. `max_model_len` is vLLM's context (prompt
+    plus completion), which sizes its KV cache; None takes the model's own (32,768 for Qwen2.5-7B).
+    None of the three changes what a run computes.
     """
 
     mode: str
@@ -100,6 +107,8 @@ class RolloutEngine:
     server_gpus: int
     importance_sampling: str | None
     importance_sampling_cap: float
+    sleep_mode: bool = False
+    max_model_len: int | None = None
 
     @property
     def own_gpus(self) -> int:

@@ -70,6 +70,17 @@ LOG_COLUMNS = {
 }
 
 
+def _restore_on_indexed_cpu(storage: Any, location: str) -> Any:
+    """torch's deserializer for storage mapped to an indexed CPU device ("cpu:1"), which torch itself does
+    not restore. transformers 5.17's Trainer resumes a run of several CPU processes (gloo; the tests' and a
+    laptop's launched runs) by loading the optimizer state with map_location=args.device, "cpu:<rank>", and
+    fails; later releases map it to "cpu". A CPU storage is already where it belongs. GPUs are unaffected."""
+    return storage if location.startswith("cpu:") else None
+
+
+# Priority 99: after torch's own deserializers (cpu 10, cuda 20, ...), which return None for "cpu:<n>".
+torch.serialization.register_package(99, lambda storage: None, _restore_on_indexed_cpu)
+
 # One process holding the whole batch: the layout of `train_run` and of the CPU default.
 SINGLE_PROCESS = LaunchSpec(
     processes=1,
@@ -132,7 +143,8 @@ def grpo_args(
         temperature=spec.sampling.temperature,
         top_p=spec.sampling.top_p,
         max_completion_length=spec.sampling.max_new_tokens,
-        activation_checkpointing=launch.activation_checkpointing,
+        # transformers 5.17's name; later releases (5.24) call it activation_checkpointing, this an alias.
+        gradient_checkpointing=launch.activation_checkpointing,
         seed=point.seed,
         logging_steps=1,
         save_strategy="no",
@@ -164,6 +176,9 @@ def rollout_engine_args(engine: RolloutEngine | None, ports: tuple[int, int]) ->
         "vllm_importance_sampling_correction": engine.importance_sampling is not None,
         "vllm_importance_sampling_mode": engine.importance_sampling or "token_truncate",
         "vllm_importance_sampling_clip_max": engine.importance_sampling_cap,
+        # Colocate only (TRL passes them to its own engine); a server gets max_model_len on its command line.
+        "vllm_enable_sleep_mode": engine.sleep_mode,
+        "vllm_max_model_length": engine.max_model_len,
     }
 
 

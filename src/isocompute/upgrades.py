@@ -23,7 +23,7 @@ from typing import Any
 # before it existed. Paths are the config's: `training.<key>`, `training.vllm.<key>`, `sampling.<key>`,
 # `evaluation.<key>`, `generation.<key>`, `recipes.<key>` (the key in every recipe), `grid.<key>` (a grid
 # point's field).
-ADDED_SETTINGS: dict[str, Any] = {}
+ADDED_SETTINGS: dict[str, Any] = {"training.vllm.sleep_mode": False, "training.vllm.max_model_len": None}
 
 # Where the blocks of a run's settings (`training.run_settings`) and of its params (`config.run_params`)
 # live in the config, where their names differ; the longest matching prefix applies.

@@ -2,8 +2,8 @@
 # The checks that need CUDA, prepared to run as one script where a GPU is at hand (CI has none):
 #   bash tests/gpu/check.sh [WORKDIR]
 # TRL GRPO steps in bf16 with the project's own small model, the transformers sampler on the GPU, and,
-# where vllm / deepspeed are installed (pip install -e '.[vllm,deepspeed]'), TRL's colocated vLLM and
-# DeepSpeed ZeRO-3. Each check prints PASS, SKIP (with why) or FAIL; the script exits 1 if any failed,
+# where vllm / deepspeed are installed (pip install -e '.[vllm,deepspeed]'), TRL's colocated vLLM,
+# DeepSpeed ZeRO-3, and both together on 2 ranks (the paper preset's layout; needs 2 GPUs). Each check prints PASS, SKIP (with why) or FAIL; the script exits 1 if any failed,
 # 77 if no CUDA device is visible (nothing checked), else 0. Record its output in docs/running-at-scale.md.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
@@ -17,7 +17,7 @@ fi
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 python -c "import torch, transformers, trl; print('torch', torch.__version__, 'CUDA', torch.version.cuda, '| transformers', transformers.__version__, '| trl', trl.__version__)"
 failed=0
-for check in grpo sampler vllm zero3; do
+for check in grpo sampler vllm zero3 vllm_zero3; do
     log="$workdir/$check.log"
     started=$(date +%s)
     python tests/gpu/check_cuda.py "$check" "$workdir" >"$log" 2>&1

@@ -10,6 +10,8 @@ CHECK is one of:
   vllm     TRL's colocated vLLM rollouts with truncated importance sampling (skipped without vllm)
   zero3    the run under `accelerate launch` with DeepSpeed ZeRO-3, a resume from its checkpoint
            (skipped without deepspeed)
+  vllm_zero3  the paper preset's layout on 2 ranks: `accelerate launch` under ZeRO-3 with colocated vLLM in
+           sleep mode, TIS and a bounded context (skipped without vllm, deepspeed or a second GPU)
 It prints `PASS <check>: ...`, or `SKIP <check>: why` and exits 77, or fails with a traceback.
 `--allow-cpu` runs grpo and sampler on the CPU (no bf16), to check the script itself where no GPU is.
 """
@@ -128,7 +130,9 @@ def check_vllm(workdir: Path, on_gpu: bool) -> str:
     return f"12 steps with colocated vLLM {importlib.import_module('vllm').__version__} rollouts and TIS"
 
 
-def check_zero3(workdir: Path, on_gpu: bool) -> str:
+def _launched_zero3(workdir: Path, name: str, processes: int, engine=None) -> list[str]:
+    """A run of `processes` ranks under `accelerate launch` and ZeRO-3, 12 steps; its checkpoints' paths,
+    each checked whole."""
     import pandas as pd
 
     from isocompute.checkpoints import checkpoint_problem, weights_problem
@@ -136,12 +140,11 @@ def check_zero3(workdir: Path, on_gpu: bool) -> str:
     from isocompute.problems import write_table
     from isocompute.specs import LaunchSpec
 
-    processes = torch.cuda.device_count()
     launch = LaunchSpec(processes, 64, True, str(REPO / "config/accelerate/deepspeed_zero3.yaml"))
     write_table(_problems(), workdir / "train.parquet")
-    run = _run(workdir, "zero3", launch=launch)
+    run = _run(workdir, name, engine, launch=launch)
     job = TrainingJob(
-        run, str(workdir / "train.parquet"), str(workdir / "zero3_log.parquet"), str(workdir / "zero3.json")
+        run, str(workdir / "train.parquet"), str(workdir / f"{name}_log.parquet"), str(workdir / f"{name}.json")
     )
     run_job(job)
     table = pd.read_parquet(job.log_table)
@@ -150,12 +153,37 @@ def check_zero3(workdir: Path, on_gpu: bool) -> str:
     problems = {m["path"]: weights_problem(Path(run.run_dir) / m["path"]) for m in manifest}
     problems[manifest[-1]["path"]] = checkpoint_problem(Path(run.run_dir) / manifest[-1]["path"])
     assert not any(problems.values()), problems
-    assert table["step"].tolist() == list(range(1, 13))
-    return f"12 steps on {processes} GPU(s) under ZeRO-3, checkpoints {sorted(problems)} whole"
+    assert table["step"].tolist() == list(range(1, 13)) and all(math.isfinite(v) for v in table["loss"])
+    return sorted(problems)
 
 
-CHECKS = {"grpo": check_grpo, "sampler": check_sampler, "vllm": check_vllm, "zero3": check_zero3}
-PACKAGES = {"vllm": "vllm", "zero3": "deepspeed"}
+def check_zero3(workdir: Path, on_gpu: bool) -> str:
+    processes = torch.cuda.device_count()
+    checkpoints = _launched_zero3(workdir, "zero3", processes)
+    return f"12 steps on {processes} GPU(s) under ZeRO-3, checkpoints {checkpoints} whole"
+
+
+def check_vllm_zero3(workdir: Path, on_gpu: bool) -> str:
+    from isocompute.specs import RolloutEngine
+
+    engine = RolloutEngine("colocate", 0.3, 1, 1, "token_truncate", 2.0, sleep_mode=True, max_model_len=256)
+    checkpoints = _launched_zero3(workdir, "vllm_zero3", 2, engine)
+    return (
+        f"12 steps on 2 ranks under ZeRO-3 with colocated vLLM {importlib.import_module('vllm').__version__} "
+        f"in sleep mode and TIS, checkpoints {checkpoints} whole"
+    )
+
+
+CHECKS = {
+    "grpo": check_grpo,
+    "sampler": check_sampler,
+    "vllm": check_vllm,
+    "zero3": check_zero3,
+    "vllm_zero3": check_vllm_zero3,
+}
+PACKAGES = {"vllm": ("vllm",), "zero3": ("deepspeed",), "vllm_zero3": ("vllm", "deepspeed")}
+# Checks that need more than one GPU: colocated vLLM beside ZeRO-3 is only distributed on several ranks.
+MIN_GPUS = {"vllm_zero3": 2}
 
 
 def main(argv: list[str]) -> int:
@@ -165,9 +193,12 @@ def main(argv: list[str]) -> int:
     if not on_gpu and not (allow_cpu and name in ("grpo", "sampler")):
         print(f"SKIP {name}: no CUDA device")
         return SKIP
-    package = PACKAGES.get(name)
-    if package and importlib.util.find_spec(package) is None:
-        print(f"SKIP {name}: {package} is not installed (pip install -e '.[{package}]')")
+    for package in PACKAGES.get(name, ()):
+        if importlib.util.find_spec(package) is None:
+            print(f"SKIP {name}: {package} is not installed (pip install -e '.[{package}]')")
+            return SKIP
+    if torch.cuda.device_count() < MIN_GPUS.get(name, 0):
+        print(f"SKIP {name}: needs {MIN_GPUS[name]} GPUs, {torch.cuda.device_count()} visible")
         return SKIP
     torch.set_num_threads(1)
     workdir.mkdir(parents=True, exist_ok=True)
