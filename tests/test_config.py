@@ -338,17 +338,16 @@ def test_a_runs_params_hold_only_its_own_recipe_and_learning_rate() -> None:
     changed["training"]["lr_base"] = 3e-4  # the default learning rate: not this run's
     assert run_params(changed, rules) == run_params(config, rules)
     assert run_params(changed, default)["training"]["lr_base"] == 3e-4
-    # vLLM's sleep mode and context were added while studies ran: at their defaults they are not params,
-    # and a run's spec read back from its params gets them at those defaults.
-    assert {"sleep_mode", "max_model_len"}.isdisjoint(before["training"]["vllm"])
+    # vLLM's sleep mode and context are layout: never params (a change reruns nothing); the job reads them
+    # from the config (`with_layout`), as train_grpo.py does.
     config["training"]["vllm"]["mode"] = "colocate"
-    engine = training_spec(run_params(config, default)).rollout_engine
-    assert engine is not None and (engine.sleep_mode, engine.max_model_len) == (False, None)
-    config["training"]["vllm"].update(sleep_mode=True, max_model_len=10240)
-    params = run_params(config, default)
-    assert (params["training"]["vllm"]["sleep_mode"], params["training"]["vllm"]["max_model_len"]) == (True, 10240)
-    engine = training_spec(params).rollout_engine
-    assert engine is not None and (engine.sleep_mode, engine.max_model_len) == (True, 10240)
+    for values in ({"sleep_mode": False, "max_model_len": None}, {"sleep_mode": True, "max_model_len": 10240}):
+        config["training"]["vllm"].update(values)
+        params = run_params(config, default)
+        assert {"sleep_mode", "max_model_len"}.isdisjoint(params["training"]["vllm"])
+        job = {**params, "training": with_layout(params["training"], config["training"], "training")}
+        engine = training_spec(job).rollout_engine
+        assert engine is not None and (engine.sleep_mode, engine.max_model_len) == tuple(values.values())
 
 
 # Layout: how jobs are laid out on devices. None of it may reach a job's params (it would rerun the job).
@@ -392,7 +391,9 @@ def test_the_params_of_a_study_started_before_layout_left_them_keep_their_stored
     """Snakemake compares the `repr` it stored: at the default layout the params are the config's blocks as
     they were passed before, key for key and in order; a job gets the config's layout back."""
     training, generation = job_params(DEFAULT)
-    assert repr(training["training"]["vllm"]) == repr(DEFAULT["training"]["vllm"])
+    added = {path.rsplit(".", 1)[1] for path in upgrades.ADDED_SETTINGS if path.startswith("training.vllm.")}
+    before = {key: value for key, value in DEFAULT["training"]["vllm"].items() if key not in added}
+    assert repr(training["training"]["vllm"]) == repr(before)
     assert repr(generation) == repr(DEFAULT["generation"])
     for path, frozen in upgrades.FROZEN_LAYOUT.items():
         block, *keys = path.split(".")
