@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 from scipy.optimize import least_squares
+from scipy.special import expit
 
 SIGMOID_PARAMS = 4
 # Least-squares evaluations per start: a start that has not converged by then is abandoned (others remain).
@@ -103,25 +104,34 @@ def best_fit(
     y: np.ndarray,
     starts: Sequence[Sequence[float]],
     bounds: Bounds,
-    weights: np.ndarray | None = None,
+    jacobian: Any = None,
 ) -> tuple[np.ndarray, float] | None:
-    """Least squares from several starts; the parameters with the lowest (weighted) rms error, or None if
-    none is finite. `weights` multiply the residuals (the square roots of the points' weights).
+    """Least squares from several starts; the parameters with the lowest rms error, or None if none is finite.
+    `jacobian(x, *params)` (points x parameters), where given, replaces finite differences: the bootstrap
+    refits every curve of every replica, and that is most of a study's fitting time.
 
     A start that runs out of evaluations keeps where it got to: a parameter the data do not determine
     runs towards its bound, which the callers test, rather than making the fit vanish.
     """
-    scale = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=float)
+    jac = "2-point" if jacobian is None else (lambda p: jacobian(x, *p))
     best: tuple[np.ndarray, float] | None = None
     for start in starts:
         start = np.clip(start, bounds[0], bounds[1])
         result = least_squares(
-            lambda p: scale * (func(x, *p) - y), start, bounds=bounds, max_nfev=MAX_EVALUATIONS, ftol=1e-6, xtol=1e-6
+            lambda p: func(x, *p) - y, start, jac=jac, bounds=bounds, max_nfev=MAX_EVALUATIONS, ftol=1e-6, xtol=1e-6
         )
         error = float(np.sqrt(np.mean(result.fun**2)))
         if np.isfinite(error) and (best is None or error < best[1]):
             best = (result.x, error)
     return best
+
+
+def reward_jacobian(log10_c: np.ndarray, r0: float, a: float, log10_c_mid: float, b: float) -> np.ndarray:
+    """d `reward_curve` / d (r0, a, log10_c_mid, b), one row per point."""
+    x = np.asarray(log10_c, dtype=float)
+    s = expit(b * np.log(10.0) * (x - log10_c_mid))
+    slope = (a - r0) * s * (1.0 - s) * np.log(10.0)
+    return np.stack([1.0 - s, s, -slope * b, slope * (x - log10_c_mid)], axis=1)
 
 
 def at_bounds(names: Sequence[str], values: Sequence[float], bounds: Bounds) -> list[tuple[str, str]]:
@@ -184,10 +194,11 @@ def fit_reward(
         starts = [[start.r0, start.a, start.log10_c_mid, start.b]]
     bounds = ([0.0, 0.0, low - 3.0, 0.05], [1.0, 1.0, high + 3.0, 10.0])
     if r0 is None:
-        best = best_fit(reward_curve, x, y, starts, bounds)
+        best = best_fit(reward_curve, x, y, starts, bounds, reward_jacobian)
     else:
         anchored = lambda log10_c, a, mid, b: reward_curve(log10_c, r0, a, mid, b)  # noqa: E731
-        best = best_fit(anchored, x, y, [s[1:] for s in starts], (bounds[0][1:], bounds[1][1:]))
+        anchored_jacobian = lambda log10_c, a, mid, b: reward_jacobian(log10_c, r0, a, mid, b)[:, 1:]  # noqa: E731
+        best = best_fit(anchored, x, y, [s[1:] for s in starts], (bounds[0][1:], bounds[1][1:]), anchored_jacobian)
         best = None if best is None else (np.concatenate([[r0], best[0]]), best[1])
     if best is None:
         return FitFailure("no_convergence", "least squares did not converge from any start")
