@@ -49,6 +49,12 @@ def agrees(predicted: int, frontier: int) -> bool:
     return frontier / 2 <= predicted <= frontier * 2
 
 
+def constant_agreement(n: int) -> tuple[int, int]:
+    """The control the pilot showed necessary: how many frontier points a constant prediction n agrees with."""
+    marks = [int(cell.strip().rstrip("?")) for row in FRONTIER.values() for cell in row.split("|")]
+    return sum(agrees(n, frontier) for frontier in marks), len(marks)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--estimate", default="tabular,shared_1", help="levels whose B(n) is also estimated")
@@ -84,6 +90,9 @@ def main() -> None:
     rows = []
     started = time.perf_counter()
     print(f"run bp{B_PROBLEM}_n{N}_seed{SEED} of {PRESET}; checkpoints at compute {[s * policies.batch for s in saves]}")
+    for n in grid:
+        hits, points = constant_agreement(n)
+        print(f"control: the constant prediction n* = {n} agrees at {hits} of {points} frontier points")
     step = 0
     for save in saves:
         while step < save:
