@@ -14,7 +14,7 @@ tell group sizes apart is B(n): the n with the smallest B(n) buys the most signa
 From N groups (rows x_i, i.i.d.: each a problem drawn at random and its n rollouts):
 - tr(Sigma) is estimated by the unbiased sample trace S = (sum |x_i|^2 - N |m|^2) / (N - 1), m the mean row;
 - |G|^2 by |m|^2 - S / N, because E |m|^2 = |G|^2 + tr(Sigma) / N: the plain |m|^2 overstates the signal
-  by the noise of the mean, which at GRPO's signal levels is most of it;
+  by the noise of the mean, which is most of it when N is below B(n) / n groups (the simulator's case);
 - the interval by a bootstrap over groups (problems), on 1 / B = |G|^2 / (n S), which stays finite when the
   resampled signal crosses zero: a replica without signal is B = infinity, not a negative number. The
   interval is the pivotal one, around the resampled population's own 1 / B = |m|^2 / (n S (N - 1) / N):
