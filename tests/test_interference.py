@@ -163,3 +163,20 @@ def test_bad_inputs_fail_before_any_gradient(tiny_model: str, pool: pd.DataFrame
     with pytest.raises(ProbeError, match="probe fewer problems"):
         probe(tiny_model, {"all": pool}, tight, SAMPLING, "exact")
     assert main(["probe", tiny_model, "no-name", "--out", str(tmp_path)]) == 2
+
+
+def test_group_gradients_average_to_the_batch_gradient(policy: Policy, reachable: pd.DataFrame) -> None:
+    """The noise scale's rows (`checkpoint_group_gradients`): one per problem's own group, zero exactly for
+    the groups whose rewards are all equal, and under the grpo loss (a mean over equal-sized groups) their
+    mean is TRL's gradient on the whole batch of the same groups."""
+    from isocompute.noise_scale import checkpoint_group_gradients
+
+    problems = reachable.head(12)
+    groups = policy.sample_groups(problems, 4, seed=3, batch_size=1024)
+    rows = checkpoint_group_gradients(policy, problems, 4, seed=3, loss_type="grpo")
+    assert rows.shape == (12, policy.size)
+    silent = [len(set(g.rewards)) == 1 for g in groups]
+    assert 0 < sum(silent) < 12
+    assert [not row.any() for row in rows] == silent
+    batch = policy.grpo_gradient(groups, "grpo").double().numpy()
+    np.testing.assert_allclose(rows.mean(0), batch, rtol=1e-4, atol=1e-9)
