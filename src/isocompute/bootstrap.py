@@ -119,21 +119,25 @@ def residual_replicas(
     differences / sqrt(2) (what one evaluation's noise would make of them). The draws depend only on `seed`."""
     rng = np.random.default_rng([seed, 7])
     fits = {curve.key: curve for curve in curves}
-    groups: dict[tuple[int, ...], list[int]] = {}
+    measured, at = table[metric].to_numpy(dtype=float), table[compute].to_numpy(dtype=float)
+    members: dict[tuple[int, ...], list[int]] = {}
     for index, row in enumerate(table[list(by)].itertuples(index=False)):
-        groups.setdefault(tuple(int(v) for v in row), []).append(index)
+        members.setdefault(tuple(int(v) for v in row), []).append(index)
+    # Per curve, once: its rows, its centre (the fit, or the points themselves) and how to redraw its noise.
+    draws = []
+    for key, indices in members.items():
+        rows, fit = np.array(indices), fits[key].fit
+        if isinstance(fit, RewardFit):
+            centre = np.asarray(fit(at[rows]), dtype=float)
+            draws.append((rows, centre, measured[rows] - centre, None))
+        elif len(rows) >= 3:
+            spread = np.std(np.diff(measured[rows][np.argsort(at[rows])]), ddof=1) / np.sqrt(2)
+            draws.append((rows, measured[rows], None, spread))
     replicas = []
     for _ in range(resamples):
-        values = table[metric].to_numpy(dtype=float).copy()
-        for key, members in groups.items():
-            rows = np.array(members)
-            curve, at = fits[key], table[compute].to_numpy(dtype=float)[rows]
-            if isinstance(curve.fit, RewardFit):
-                centre = np.asarray(curve.fit(at), dtype=float)
-                residuals = values[rows] - centre
-                values[rows] = centre + rng.choice(residuals, size=len(rows), replace=True)
-            elif len(rows) >= 3:
-                spread = np.std(np.diff(values[rows][np.argsort(at)]), ddof=1) / np.sqrt(2)
-                values[rows] = values[rows] + rng.normal(0.0, spread, size=len(rows))
+        values = measured.copy()
+        for rows, centre, residuals, spread in draws:
+            noise = rng.choice(residuals, size=len(rows)) if residuals is not None else rng.normal(0.0, spread, len(rows))
+            values[rows] = centre + noise
         replicas.append(Replica(table.assign(**{metric: values}), None))
     return replicas
