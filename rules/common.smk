@@ -4,15 +4,10 @@ import json
 import re
 from pathlib import Path
 
-from isocompute import config as study_config
-from isocompute import (
-    recipe_ablations,
-    data_ablation_fits,
-    inputs,
-    rungs,
-    studies,
-    upgrades,
-)
+from isocompute.adaptive import rungs
+from isocompute.fits import data_ablation as data_ablation_fits
+from isocompute.study import config as study_config
+from isocompute.study import inputs, recipe_ablations, studies, upgrades
 
 study_config.validate_config(
     config, workflow.source_path("../workflow/schemas/config.schema.yaml")
@@ -123,7 +118,7 @@ def run_params(wildcards):
 def settings_of(block):
     """A config block as a job's params, less its layout (`config.params_form`: the script reads that from
     the config) and the fields an upgrade added at their neutral value: neither reruns a finished job
-    (`isocompute.upgrades`, docs/upgrading.md)."""
+    (`isocompute.study.upgrades`, docs/upgrading.md)."""
     return upgrades.without_added(study_config.params_form(config[block], block), block)
 
 

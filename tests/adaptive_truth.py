@@ -24,12 +24,12 @@ import numpy as np
 import pandas as pd
 from known_truth import CLOSE, SCENARIOS, K, Scenario, draw, recovery
 
-from isocompute.adaptive import SweepSettings, replay
-from isocompute.fitted_study import FitOptions
-from isocompute.bootstrap import resample_evals
-from isocompute.frontier import SAME_COMPUTE_DECADES
-from isocompute.metrics import summarize_counts
-from isocompute.study_fits import fit_study
+from isocompute.adaptive.decisions import SweepSettings, replay
+from isocompute.fits.bootstrap import resample_evals
+from isocompute.fits.curves import FitOptions
+from isocompute.fits.fits_json import fit_study
+from isocompute.fits.frontier import SAME_COMPUTE_DECADES
+from isocompute.sampling.metrics import summarize_counts
 
 # The settings the figures are measured with: the CLI's defaults (rung factor 2; the first tables used 4, and
 # `--rung-factor 4` replays them), min_steps at the default config's warm-up.

@@ -19,7 +19,7 @@ from pathlib import Path
 from known_truth import CLOSE, K, draw
 
 from isocompute.cli import main
-from isocompute.metrics import summarize_counts
+from isocompute.sampling.metrics import summarize_counts
 
 
 def run(replicas: int, repeats: int) -> None:

@@ -7,7 +7,7 @@ A benchmark, not a test: `python tests/benchmark_noise_scale.py tiny` or `... si
   steps; nothing is downloaded). Its true sums are out of reach, so, as tests/test_interference.py does,
   each problem's answer is the model's own greedy completion: problems it solves now and then. Per n, one
   group per draw of a problem (drawn with replacement from the pool, so the groups are i.i.d. as the
-  estimator assumes), the per-group gradient of TRL's grpo loss (`isocompute.interference.Policy`), then
+  estimator assumes), the per-group gradient of TRL's grpo loss (`isocompute.mechanism.probe.Policy`), then
   B(n) raw and under Adam's preconditioner from `--minibatches` GRPO minibatches at the model (the probe's
   `minibatch_second_moment`: the tiny model has no optimizer checkpoint) on the first N groups.
 - `simulated`: the simulated policy at its base model (config/presets/simulated.yaml's problems and
@@ -31,8 +31,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from isocompute.interference import Policy, ProbeSettings, minibatch_second_moment, preconditioner
-from isocompute.noise_scale import (
+from isocompute.mechanism.noise_scale import (
     checkpoint_group_gradients,
     gram_noise_scale,
     noise_scale,
@@ -41,9 +40,10 @@ from isocompute.noise_scale import (
     simulated_logit_gradients,
     simulated_noise_scale,
 )
-from isocompute.simulated_policy import Channels, base_logits, unit_features
-from isocompute.simulated_study import load_preset, update
-from isocompute.specs import SamplingSpec
+from isocompute.mechanism.probe import Policy, ProbeSettings, minibatch_second_moment, preconditioner
+from isocompute.mechanism.simulated_policy import Channels, base_logits, unit_features
+from isocompute.mechanism.simulated_study import load_preset, update
+from isocompute.study.specs import SamplingSpec
 
 GROUP_COUNTS = (25, 50, 100, 200, 400, 800)
 
@@ -67,8 +67,8 @@ def greedy_answers(policy: Policy, pool: pd.DataFrame) -> pd.DataFrame:
 def tiny(args: argparse.Namespace) -> None:
     from conftest import TINY_MODEL
 
-    from isocompute.base_model import pretrain_base_model
-    from isocompute.tasks import make_addition_pool
+    from isocompute.data.base_model import pretrain_base_model
+    from isocompute.data.tasks import make_addition_pool
 
     torch.set_num_threads(1)
     folder = Path(tempfile.mkdtemp()) / "base"

@@ -1,5 +1,5 @@
 """Tokens one optimizer step processes on one rank, with TRL's full-width micro-batches and with the
-length-grouped ones (`isocompute.length_grouping`), on a long-tailed distribution of completion lengths.
+length-grouped ones (`isocompute.training.length_grouping`), on a long-tailed distribution of completion lengths.
 
 A benchmark, not a test: run it as `python tests/benchmark_padding.py` (`--help` for the
 distribution's settings). Arithmetic, not a timing: a rank's generation batch of B / processes rows is drawn,
@@ -26,8 +26,8 @@ from collections.abc import Sequence
 import torch
 from trl.trainer.utils import shuffle_sequence_dict, split_tensor_dict
 
-from isocompute.grid import batch_split
-from isocompute.length_grouping import length_grouped, tokens
+from isocompute.study.grid import batch_split
+from isocompute.training.length_grouping import length_grouped, tokens
 
 
 def rank_batch(

@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 import torch
 
-from isocompute.base_model import pretrain_base_model
-from isocompute.specs import BaseModelSpec
-from isocompute.tasks import AdditionTask, make_addition_pool
+from isocompute.data.base_model import pretrain_base_model
+from isocompute.data.tasks import AdditionTask, make_addition_pool
+from isocompute.study.specs import BaseModelSpec
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -27,12 +27,12 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit, logit
 
-from isocompute.fitted_study import FitOptions
-from isocompute.bootstrap import resample_evals
-from isocompute.fitting import optimum_curve, reward_curve
-from isocompute.grid import checkpoint_steps
-from isocompute.metrics import summarize_counts
-from isocompute.study_fits import fit_study
+from isocompute.fits.bootstrap import resample_evals
+from isocompute.fits.curves import FitOptions
+from isocompute.fits.fits_json import fit_study
+from isocompute.fits.forms import optimum_curve, reward_curve
+from isocompute.sampling.metrics import summarize_counts
+from isocompute.study.grid import checkpoint_steps
 
 B_PROBLEM = 32
 R0 = 0.1

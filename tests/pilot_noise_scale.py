@@ -16,8 +16,7 @@ import time
 
 import numpy as np
 
-from isocompute.grid import checkpoint_steps
-from isocompute.noise_scale import (
+from isocompute.mechanism.noise_scale import (
     gram_noise_scale,
     predict_n,
     simulated_gram,
@@ -25,8 +24,9 @@ from isocompute.noise_scale import (
     simulated_logit_gradients,
     simulated_noise_scale,
 )
-from isocompute.simulated_policy import Channels, SimulatedPolicies, base_logits, unit_features
-from isocompute.simulated_study import CHANNEL_KEYS, _run_seed, load_preset, make_problems, update
+from isocompute.mechanism.simulated_policy import Channels, SimulatedPolicies, base_logits, unit_features
+from isocompute.mechanism.simulated_study import CHANNEL_KEYS, _run_seed, load_preset, make_problems, update
+from isocompute.study.grid import checkpoint_steps
 
 PRESET = "config/presets/simulated.yaml"
 B_PROBLEM, N, SEED = 16, 8, 0

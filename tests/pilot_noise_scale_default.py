@@ -27,9 +27,9 @@ import pandas as pd
 import torch
 import yaml
 
-from isocompute.interference import Policy
-from isocompute.noise_scale import NoiseScale, checkpoint_group_gradients, noise_scale, predict_n
-from isocompute.specs import SamplingSpec
+from isocompute.mechanism.noise_scale import NoiseScale, checkpoint_group_gradients, noise_scale, predict_n
+from isocompute.mechanism.probe import Policy
+from isocompute.study.specs import SamplingSpec
 
 RUN = {"easy": "bp16_n8_seed0", "hard": "bp16_n4_seed0"}  # the middle n of each study's bp16 grid
 

@@ -15,13 +15,13 @@ from adaptive_truth import agreement, full_verdict, options, redraw, verdict_kin
 from conftest import REPO
 from known_truth import SCENARIOS, K, draw, recovery
 
-from isocompute.adaptive import REWARD_MAX, ceiling_bound, decide, replay, round_state
-from isocompute.bootstrap import resample_evals
+from isocompute.adaptive.decisions import REWARD_MAX, ceiling_bound, decide, replay, round_state
+from isocompute.adaptive.rungs import SweepError, SweepSettings, reached_rungs, rung_caps, trained_rungs
 from isocompute.cli import main
-from isocompute.config import ConfigError, check_config, validate_config
-from isocompute.metrics import summarize_counts
-from isocompute.rungs import SweepError, SweepSettings, reached_rungs, rung_caps, trained_rungs
-from isocompute.study_fits import fit_study
+from isocompute.fits.bootstrap import resample_evals
+from isocompute.fits.fits_json import fit_study
+from isocompute.sampling.metrics import summarize_counts
+from isocompute.study.config import ConfigError, check_config, validate_config
 
 BOOTSTRAP = 10
 SETTINGS = SweepSettings(rung_factor=4.0, min_steps=10, audit_rungs=1)

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from isocompute.answers import answer_parses, final_answer, is_correct, last_boxed, reward_function
+from isocompute.sampling.answers import answer_parses, final_answer, is_correct, last_boxed, reward_function
 
 
 @pytest.mark.parametrize(

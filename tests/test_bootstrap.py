@@ -4,11 +4,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.fitted_study import FitOptions
-from isocompute.bootstrap import resample_evals
-from isocompute.fitting import reward_curve
-from isocompute.metrics import summarize_counts
-from isocompute.study_fits import fit_study
+from isocompute.fits.bootstrap import resample_evals
+from isocompute.fits.curves import FitOptions
+from isocompute.fits.fits_json import fit_study
+from isocompute.fits.forms import reward_curve
+from isocompute.sampling.metrics import summarize_counts
 
 OPTIONS = FitOptions("avg@4", "compute_rollouts")
 

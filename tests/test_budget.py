@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from isocompute.budget import (
+from isocompute.cli import main
+from isocompute.plan.budget import (
     OPTIMIZER_BYTES_PER_PARAM,
     WEIGHT_BYTES_PER_PARAM,
     BudgetError,
@@ -23,8 +24,7 @@ from isocompute.budget import (
     read_step_model,
     run_needs,
 )
-from isocompute.cli import main
-from isocompute.plan import loaded_config
+from isocompute.plan.requests import loaded_config
 
 PILOT = sorted((REPO / "tests" / "data" / "pilot").glob("*.jsonl"))
 PAPER = REPO / "config" / "presets" / "paper.yaml"

@@ -15,20 +15,22 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from isocompute import checkpoints, training, upgrades
-from isocompute.checkpoints import (
+from isocompute.cli import main
+from isocompute.sampling.evaluation import evaluate_checkpoints
+from isocompute.sampling.generation import make_sampler
+from isocompute.study import upgrades
+from isocompute.study.grid import GridPoint
+from isocompute.study.specs import Recipe, RolloutEngine, SamplingSpec, TrainingSpec
+from isocompute.training import checkpoints
+from isocompute.training import trainer as training
+from isocompute.training.checkpoints import (
     checkpoint_problem,
     is_weights_only,
     keep_newest_whole,
     last_good_checkpoint,
     weights_problem,
 )
-from isocompute.cli import main
-from isocompute.evaluation import evaluate_checkpoints
-from isocompute.generation import make_sampler
-from isocompute.grid import GridPoint
-from isocompute.specs import Recipe, RolloutEngine, SamplingSpec, TrainingSpec
-from isocompute.training import RUN_SETTINGS, RunSpec, resume_point, train_run
+from isocompute.training.trainer import RUN_SETTINGS, RunSpec, resume_point, train_run
 
 SPEC = TrainingSpec(1e-4, 64, 2, 24, 96, 3, "grpo", SamplingSpec(1.0, 1.0, 4))
 POINT = GridPoint("easy", 4, 2, 0)

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 from isocompute.cli import main
-from isocompute.fitting import reward_curve
-from isocompute.grid import learning_rate
-from isocompute.recommend import describe_recommendation, power_of_two, recommend, recommend_or_reason
+from isocompute.fits.forms import reward_curve
+from isocompute.fits.recommend import describe_recommendation, power_of_two, recommend, recommend_or_reason
+from isocompute.study.grid import learning_rate
 
 CURVES = {8: (0.3, 0.55, 3.5, 1.5), 32: (0.3, 0.62, 4.5, 1.5), 128: (0.3, 0.70, 5.5, 1.5)}
 

@@ -6,10 +6,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from isocompute.compare import CompareError, compare, read_fits
-
 from known_truth import SCENARIOS, fit_repetition
+
+from isocompute.figures.compare import CompareError, compare, read_fits
 
 
 def results_tree(root: Path, scenario: str, seed: int) -> Path:

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-
+from conftest import REPO
 from snakemake.utils import update_config
 
-from isocompute import config as config_module
-from isocompute import upgrades
-from isocompute.cluster_rules import UnregisteredRuleError, resource_keys
-from isocompute.config import (
+from isocompute.study import config as config_module
+from isocompute.study import upgrades
+from isocompute.study.cluster_rules import UnregisteredRuleError, resource_keys
+from isocompute.study.config import (
     ConfigError,
     ablations_of,
     check_config,
@@ -29,9 +29,7 @@ from isocompute.config import (
     validate_config,
     with_layout,
 )
-from isocompute.grid import GridPoint, learning_rate
-
-from conftest import REPO
+from isocompute.study.grid import GridPoint, learning_rate
 
 DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 

@@ -18,19 +18,18 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from isocompute.checkpoints import checkpoint_problem, is_weights_only, weights_problem
-from isocompute.grid import GridPoint
-from isocompute.launch import TrainingJob, run_job
-from isocompute.problems import write_table
-from isocompute.progress import read_events
-from isocompute.runlock import TrainerAlive, trainer_alive
-from isocompute.specs import Recipe, SamplingSpec, TrainingSpec
-from isocompute.status import status
-from isocompute.training import RunSpec
-
 from conftest import ONE_RUN
 from test_workflow import MICRO, scratch_workflow, snakemake
+
+from isocompute.files import write_table
+from isocompute.study.grid import GridPoint
+from isocompute.study.specs import Recipe, SamplingSpec, TrainingSpec
+from isocompute.study.status import status
+from isocompute.training.checkpoints import checkpoint_problem, is_weights_only, weights_problem
+from isocompute.training.launch import TrainingJob, run_job
+from isocompute.training.progress import read_events
+from isocompute.training.runlock import TrainerAlive, trainer_alive
+from isocompute.training.trainer import RunSpec
 
 # One run of 2,048 steps (about 30 s on one core), checkpoints at steps 2, 20, 203 and 2,048.
 LONG = "training:\n  compute_max: 16384\n" + ONE_RUN
@@ -132,7 +131,7 @@ def test_kill_9_mid_training_then_unlock_and_the_same_command_resumes(upstream: 
 
 
 HOLD = """import sys, time
-from isocompute.runlock import TrainerLock
+from isocompute.training.runlock import TrainerLock
 with TrainerLock(sys.argv[1]):
     print("held", flush=True)
     time.sleep(600)

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.data_ablation_fits import fit_train_metrics, nstar_by_size, smoothed_reward, train_evals
-from isocompute.data_ablation_figures import plot_extremely_hard, plot_mixtures, plot_train_vs_val
-from isocompute.specs import FigureStyle
-from isocompute.studies import Study
+from isocompute.figures.data_ablation import plot_extremely_hard, plot_mixtures, plot_train_vs_val
+from isocompute.fits.data_ablation import fit_train_metrics, nstar_by_size, smoothed_reward, train_evals
+from isocompute.study.specs import FigureStyle
+from isocompute.study.studies import Study
 
 FITS = {"points": "all", "record_bin": 0.01, "extrapolate": False, "min_compute": 0, "frontier_points": 20}
 STYLE = FigureStyle(palette="viridis", dpi=40, width=4.0, height=3.0, context="paper")
@@ -75,8 +75,8 @@ def test_nstar_by_size_is_read_at_the_largest_compute_all_sizes_share() -> None:
 
 
 def test_data_figures_draw_from_fits(tmp_path) -> None:
-    from isocompute.study_fits import fit_study
-    from isocompute.fitted_study import FitOptions
+    from isocompute.fits.curves import FitOptions
+    from isocompute.fits.fits_json import fit_study
 
     logs, rates = study_tables()
     evals = train_evals(logs, rates, 2.0).rename(columns={"train_reward": "avg@4", "train_pass_rate": "best@4"})

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from scipy.stats import binom
 
-from isocompute.diagnostic_figures import plot_probe, plot_training_diagnostics
-from isocompute.diagnostics import (
+from isocompute.figures.mechanism import plot_probe, plot_training_diagnostics
+from isocompute.mechanism.diagnostics import (
     BASE_RUN,
     base_rows,
     base_zero_std,
@@ -16,7 +16,7 @@ from isocompute.diagnostics import (
     nstar_by_metric,
     unbiased_all_fail,
 )
-from isocompute.specs import FigureStyle
+from isocompute.study.specs import FigureStyle
 
 STYLE = FigureStyle(palette="viridis", dpi=40, width=5.0, height=3.5, context="paper")
 

@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.difficulty import (
+from isocompute.data.difficulty import (
     BucketTooSmallError,
     build_problem_set,
     pass_at_stages,
@@ -11,8 +11,8 @@ from isocompute.difficulty import (
     shard_of,
     staged_pass_at,
 )
-from isocompute.generation import make_sampler
-from isocompute.specs import Bucket, ProblemSetSpec, SamplingSpec
+from isocompute.sampling.generation import make_sampler
+from isocompute.study.specs import Bucket, ProblemSetSpec, SamplingSpec
 
 
 def difficulty_table(size: int = 400, seed: int = 0) -> pd.DataFrame:

@@ -4,11 +4,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from isocompute.evaluation import evaluate_checkpoints
-from isocompute.generation import make_sampler
-from isocompute.grid import GridPoint
-from isocompute.problems import load_problem_table
-from isocompute.specs import SamplingSpec
+from isocompute.data.problems import load_problem_table
+from isocompute.sampling.evaluation import evaluate_checkpoints
+from isocompute.sampling.generation import make_sampler
+from isocompute.study.grid import GridPoint
+from isocompute.study.specs import SamplingSpec
 
 GENERATION = {"backend": "transformers", "batch_size": 256, "tensor_parallel_size": 1, "vllm_engine_kwargs": {}}
 SAMPLING = SamplingSpec(temperature=1.0, top_p=1.0, max_new_tokens=4)

@@ -7,12 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.study_fits import fit_configured_study
-from isocompute.figures import MAX_COMPUTE_TICKS, log_compute_axis, render
-from isocompute.grid import GridPoint
-from isocompute.fitting import reward_curve
-from isocompute.specs import FigureStyle
-from isocompute.studies import Study
+from isocompute.figures.scaling import MAX_COMPUTE_TICKS, log_compute_axis, render
+from isocompute.fits.fits_json import fit_configured_study
+from isocompute.fits.forms import reward_curve
+from isocompute.study.grid import GridPoint
+from isocompute.study.specs import FigureStyle
+from isocompute.study.studies import Study
 
 STYLE = FigureStyle(palette="viridis", dpi=50, width=5.0, height=3.5, context="paper")
 PAIRS = [(16, 2), (16, 8), (16, 32), (64, 2), (4, 32)]

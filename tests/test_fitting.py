@@ -4,8 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isocompute.fitted_study import FitOptions
-from isocompute.fitting import (
+from isocompute.fits.curves import FitOptions
+from isocompute.fits.fits_json import fit_study
+from isocompute.fits.forms import (
     FitFailure,
     OptimumFit,
     RewardFit,
@@ -15,9 +16,8 @@ from isocompute.fitting import (
     reward_curve,
     reward_fit_from_json,
 )
-from isocompute.frontier import Curve, distinct_computes, frontier
-from isocompute.law import decade_weights, fit_law, judge_law
-from isocompute.study_fits import fit_study
+from isocompute.fits.frontier import Curve, distinct_computes, frontier
+from isocompute.fits.law import decade_weights, fit_law, judge_law
 
 COMPUTE = np.geomspace(1e3, 1e7, 13)
 

@@ -4,10 +4,10 @@ import pandas as pd
 import pytest
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from isocompute.answers import is_correct, reward_function
-from isocompute.difficulty import score_difficulty
-from isocompute.generation import TransformersSampler, make_sampler, score_problems
-from isocompute.specs import SamplingSpec
+from isocompute.data.difficulty import score_difficulty
+from isocompute.sampling.answers import is_correct, reward_function
+from isocompute.sampling.generation import TransformersSampler, make_sampler, score_problems
+from isocompute.study.specs import SamplingSpec
 
 SAMPLING = SamplingSpec(temperature=1.0, top_p=1.0, max_new_tokens=4)
 TRANSFORMERS = {

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from conftest import REPO
 
 SCRIPT = REPO / "tests/gpu/check.sh"

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from isocompute.grid import (
+from isocompute.study.grid import (
     GridError,
     GridPoint,
     LearningRate,

@@ -6,11 +6,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from isocompute.inputs import model_problem, table_problem
-
 from test_problems import guru_rows
 from test_workflow import scratch_workflow, snakemake
+
+from isocompute.study.inputs import model_problem, table_problem
 
 TABLE = pd.DataFrame({"id": ["a", "b"], "prompt": ["1+1=", "2+2="], "answer": ["2", "4"]})
 

@@ -11,7 +11,7 @@ import torch
 from transformers import Trainer
 
 from isocompute.cli import main
-from isocompute.interference import (
+from isocompute.mechanism.probe import (
     Group,
     Policy,
     ProbeError,
@@ -24,7 +24,7 @@ from isocompute.interference import (
     probe,
     read_problems,
 )
-from isocompute.specs import SamplingSpec
+from isocompute.study.specs import SamplingSpec
 
 SAMPLING = SamplingSpec(temperature=1.0, top_p=1.0, max_new_tokens=4)
 SMALL = ProbeSettings(lr=1e-3, problems=6, n=4, b_problem=4, minibatches=2)
@@ -169,7 +169,7 @@ def test_group_gradients_average_to_the_batch_gradient(policy: Policy, reachable
     """The noise scale's rows (`checkpoint_group_gradients`): one per problem's own group, zero exactly for
     the groups whose rewards are all equal, and under the grpo loss (a mean over equal-sized groups) their
     mean is TRL's gradient on the whole batch of the same groups."""
-    from isocompute.noise_scale import checkpoint_group_gradients
+    from isocompute.mechanism.noise_scale import checkpoint_group_gradients
 
     problems = reachable.head(12)
     groups = policy.sample_groups(problems, 4, seed=3, batch_size=1024)

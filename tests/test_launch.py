@@ -11,11 +11,14 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 import torch
+from conftest import REPO
 from transformers import TrainerControl, TrainerState
 
-from isocompute.checkpoints import checkpoint_problem, is_weights_only
-from isocompute.grid import GridPoint
-from isocompute.launch import (
+from isocompute.files import write_table
+from isocompute.study.grid import GridPoint
+from isocompute.study.specs import LaunchSpec, Recipe, RolloutEngine, SamplingSpec, TrainingSpec
+from isocompute.training.checkpoints import checkpoint_problem, is_weights_only
+from isocompute.training.launch import (
     TrainingJob,
     WorldSizeChanged,
     accelerate_command,
@@ -27,13 +30,9 @@ from isocompute.launch import (
     server_command,
     split_devices,
 )
-from isocompute.problems import write_table
-from isocompute.progress import attempts, read_events
-from isocompute.specs import LaunchSpec, Recipe, RolloutEngine, SamplingSpec, TrainingSpec
-from isocompute.timelimit import TimeLimitReached
-from isocompute.training import DEEPSPEED_RECORD, RecordWorldSize, RunSpec, train_run
-
-from conftest import REPO
+from isocompute.training.progress import attempts, read_events
+from isocompute.training.timelimit import TimeLimitReached
+from isocompute.training.trainer import DEEPSPEED_RECORD, RecordWorldSize, RunSpec, train_run
 
 SAMPLING = SamplingSpec(temperature=1.0, top_p=1.0, max_new_tokens=4)
 SPEC = TrainingSpec(1e-4, 64, 2, 16, 48, 3, "grpo", SAMPLING)
@@ -79,7 +78,7 @@ def test_accelerate_and_vllm_server_commands() -> None:
         plain[plain.index("--mixed_precision") + 1] == "bf16"
         and plain[plain.index("--main_process_port") + 1] == "29612"
     )
-    assert plain[-3:] == ["-m", "isocompute.launch", "run/job.json"]
+    assert plain[-3:] == ["-m", "isocompute.training.launch", "run/job.json"]
     zero3 = accelerate_command(
         LaunchSpec(8, 4, True, "config/accelerate/deepspeed_zero3.yaml"), Path("j"), True, 29613
     )

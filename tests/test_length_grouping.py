@@ -20,12 +20,12 @@ import torch
 from trl import GRPOTrainer
 from trl.trainer.utils import split_tensor_dict
 
-from isocompute.answers import reward_function
-from isocompute.grid import GridPoint
-from isocompute.length_grouping import length_grouped, tokens
-from isocompute.selective_grpo import LossSelection
-from isocompute.specs import LaunchSpec, Recipe, SamplingSpec, TrainingSpec
-from isocompute.training import RunSpec, build_trainer, grpo_args, loss_selection
+from isocompute.sampling.answers import reward_function
+from isocompute.study.grid import GridPoint
+from isocompute.study.specs import LaunchSpec, Recipe, SamplingSpec, TrainingSpec
+from isocompute.training.length_grouping import length_grouped, tokens
+from isocompute.training.selective_grpo import LossSelection
+from isocompute.training.trainer import RunSpec, build_trainer, grpo_args, loss_selection
 
 POINT = GridPoint("easy", 4, 4, 0)  # 16 completions per step
 MICRO = 4  # completions per micro-batch: 4 micro-batches, TRL's steps_per_generation
@@ -184,7 +184,7 @@ def test_a_real_training_step_with_grouped_micro_batches_is_trls_one_batch_step(
 def test_bnpo_is_not_grouped_unless_its_policy_term_is_averaged_over_the_step(
     tiny_model: str, pool: pd.DataFrame, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="isocompute.selective_grpo"):
+    with caplog.at_level(logging.WARNING, logger="isocompute.training.selective_grpo"):
         bnpo = trainer(tiny_model, pool, tmp_path / "bnpo", "bnpo", MICRO, LossSelection())
     assert not bnpo.groups_by_length
     assert "loss_type=bnpo normalizes each micro-batch by its own token count" in caplog.text

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from isocompute.metrics import metric_names, summarize_counts
+from isocompute.sampling.metrics import metric_names, summarize_counts
 
 
 def test_metrics_on_hand_made_counts() -> None:

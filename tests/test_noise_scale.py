@@ -4,7 +4,7 @@ and the simulated policy, whose group gradient's moments are exact (`simulated_g
 import numpy as np
 import pytest
 
-from isocompute.noise_scale import (
+from isocompute.mechanism.noise_scale import (
     NoiseScale,
     NoiseScaleError,
     gram_noise_scale,
@@ -15,7 +15,7 @@ from isocompute.noise_scale import (
     simulated_logit_gradients,
     simulated_noise_scale,
 )
-from isocompute.simulated_policy import (
+from isocompute.mechanism.simulated_policy import (
     Channels,
     Update,
     base_logits,

@@ -9,7 +9,7 @@ import pytest
 from conftest import REPO
 
 from isocompute.cli import main
-from isocompute.plan import JobRequest, PlanError, format_table, plan, summarize, sweep_plan
+from isocompute.plan.requests import JobRequest, PlanError, format_table, plan, summarize, sweep_plan
 
 PAPER = REPO / "config" / "presets" / "paper.yaml"
 

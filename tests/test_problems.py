@@ -6,8 +6,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from isocompute.problems import ProblemTableError, load_problem_table, write_table
-from isocompute.tasks import make_addition_pool
+from isocompute.data.problems import ProblemTableError, load_problem_table
+from isocompute.data.tasks import make_addition_pool
+from isocompute.files import write_table
 
 
 def test_synthetic_pool_has_unique_checkable_problems() -> None:

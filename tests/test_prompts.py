@@ -27,12 +27,12 @@ from transformers import (
     PreTrainedTokenizerFast,
 )
 
-from isocompute.answers import reward_function
-from isocompute.generation import TransformersSampler, VLLMSampler, load_for_sampling, stop_token_ids
-from isocompute.grid import GridPoint
-from isocompute.prompts import prompt_token_ids, trl_prompt
-from isocompute.specs import Recipe, SamplingSpec, TrainingSpec
-from isocompute.training import build_trainer, grpo_args
+from isocompute.sampling.answers import reward_function
+from isocompute.sampling.generation import TransformersSampler, VLLMSampler, load_for_sampling, stop_token_ids
+from isocompute.sampling.prompts import prompt_token_ids, trl_prompt
+from isocompute.study.grid import GridPoint
+from isocompute.study.specs import Recipe, SamplingSpec, TrainingSpec
+from isocompute.training.trainer import build_trainer, grpo_args
 
 BOS, EOT, END_OF_TEXT, EOM = "<|begin_of_text|>", "<|eot_id|>", "<|end_of_text|>", "<|eom_id|>"
 HEADERS = ("<|start_header_id|>", "<|end_header_id|>")

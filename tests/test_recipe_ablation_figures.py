@@ -10,8 +10,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from isocompute.recipe_ablation_figures import HEALTH_PANELS, lr_label, render, run_labels
-from isocompute.specs import FigureStyle
+from isocompute.figures.recipe_ablation import HEALTH_PANELS, lr_label, render, run_labels
+from isocompute.study.specs import FigureStyle
 
 STYLE = FigureStyle(palette="viridis", dpi=50, width=5.0, height=3.5, context="paper")
 

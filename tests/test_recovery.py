@@ -5,10 +5,9 @@ and two seeds per n, fixed B_problem and fixed B), and what no law describes get
 
 import pandas as pd
 import pytest
-
-from isocompute.recommend import NoRecommendation, recommend
-
 from known_truth import CLOSE, CLOSE_POSITIVE, SCENARIOS, fit_repetition, outside_range, recovery
+
+from isocompute.fits.recommend import NoRecommendation, recommend
 
 SEEDS = (0, 1, 2)
 SHARED_GRID = [name for name in SCENARIOS if name.startswith("shared_grid")]

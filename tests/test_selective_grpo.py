@@ -12,12 +12,12 @@ import pytest
 import torch
 from trl.trainer.utils import split_tensor_dict
 
-from isocompute.answers import reward_function
-from isocompute.grid import GridPoint
-from isocompute.launch import free_port
-from isocompute.selective_grpo import LossSelection, SelectiveGRPOTrainer
-from isocompute.specs import LaunchSpec, Recipe, SamplingSpec, TrainingSpec
-from isocompute.training import build_trainer, grpo_args
+from isocompute.sampling.answers import reward_function
+from isocompute.study.grid import GridPoint
+from isocompute.study.specs import LaunchSpec, Recipe, SamplingSpec, TrainingSpec
+from isocompute.training.launch import free_port
+from isocompute.training.selective_grpo import LossSelection, SelectiveGRPOTrainer
+from isocompute.training.trainer import build_trainer, grpo_args
 
 # Two problems, four completions each: the first group all correct (zero variance), the second mixed.
 REWARDS = torch.tensor([1.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0])

@@ -14,8 +14,7 @@ from transformers import get_constant_schedule_with_warmup
 from trl.trainer.utils import entropy_from_logits, nanstd
 
 from isocompute.cli import main
-from isocompute.metrics import summarize_counts
-from isocompute.simulated_policy import (
+from isocompute.mechanism.simulated_policy import (
     Channels,
     SimulatedPolicies,
     SimulationError,
@@ -26,7 +25,8 @@ from isocompute.simulated_policy import (
     softmax,
     unit_features,
 )
-from isocompute.simulated_study import check_preset, exact_metrics, load_preset, simulate
+from isocompute.mechanism.simulated_study import check_preset, exact_metrics, load_preset, simulate
+from isocompute.sampling.metrics import summarize_counts
 
 PRESET = Path(__file__).parents[1] / "config" / "presets" / "simulated.yaml"
 
@@ -309,7 +309,7 @@ def test_initial_pass_rates_from_a_difficulty_table(tmp_path: Path) -> None:
     table.to_parquet(tmp_path / "problem_difficulty.parquet")
     config = tiny_preset(tmp_path)
     config["problems"].update(train_size=6, val_size=4, initial={"table": str(tmp_path / "problem_difficulty.parquet"), "avg_range": [0.3, 0.6]})
-    from isocompute.simulated_study import make_problems
+    from isocompute.mechanism.simulated_study import make_problems
 
     rates = make_problems(config).pass_rates
     assert len(rates) == 10 and 0.05 < rates.mean() < 0.9

@@ -18,8 +18,12 @@ from conftest import REPO
 from snakemake.utils import update_config
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from isocompute.base_model import pretrain_base_model
-from isocompute.config import (
+from isocompute.data.base_model import pretrain_base_model
+from isocompute.data.difficulty import validation_reserve
+from isocompute.data.problems import validate_problem_table
+from isocompute.data.skill_lookup import DEFAULT_ANSWER, SkillLookupTask
+from isocompute.data.tasks import ADDITION, SKILL_LOOKUP, AdditionTask, synthetic_task
+from isocompute.study.config import (
     ConfigError,
     base_model_spec,
     check_config,
@@ -30,11 +34,7 @@ from isocompute.config import (
     problem_sets,
     validate_config,
 )
-from isocompute.difficulty import validation_reserve
-from isocompute.problems import validate_problem_table
-from isocompute.skill_lookup import DEFAULT_ANSWER, SkillLookupTask
-from isocompute.specs import BaseModelSpec
-from isocompute.tasks import ADDITION, SKILL_LOOKUP, AdditionTask, synthetic_task
+from isocompute.study.specs import BaseModelSpec
 
 SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 DEFAULT = yaml.safe_load((REPO / "config/config.yaml").read_text())

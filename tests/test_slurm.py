@@ -26,11 +26,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
-from isocompute.progress import attempts, read_events
-from isocompute.status import status
-
 from conftest import ONE_RUN, REPO
+
+from isocompute.study.status import status
+from isocompute.training.progress import attempts, read_events
 
 MICRO = ".test/config_micro/config.yaml"
 WORKFLOW_PARTS = ["Snakefile", "rules", "workflow", "config", "envs", ".test", "slurm", "profiles"]

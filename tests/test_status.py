@@ -8,16 +8,14 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from snakemake.settings.types import DAGSettings
+from test_workflow import scratch_workflow
 
 from isocompute.cli import main
-from isocompute.cluster_rules import CLUSTER_RULES
-from isocompute.plan import _workflow_of, loaded_workflow
-from isocompute.runlock import TrainerLock
-from isocompute.status import format_status, status
-
-from test_workflow import scratch_workflow
+from isocompute.plan.requests import _workflow_of, loaded_workflow
+from isocompute.study.cluster_rules import CLUSTER_RULES
+from isocompute.study.status import format_status, status
+from isocompute.training.runlock import TrainerLock
 
 MICRO = ".test/config_micro/config.yaml"
 # Four runs on Easy at B_problem = 4 (compute_max 64: M = 8, 4, 2, 1 steps); evaluation jobs get a GPU.

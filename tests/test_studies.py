@@ -1,7 +1,7 @@
 import pytest
 
-from isocompute.grid import GridPoint
-from isocompute.studies import Study, StudyError, configured_studies, parse_study
+from isocompute.study.grid import GridPoint
+from isocompute.study.studies import Study, StudyError, configured_studies, parse_study
 
 POINTS = [GridPoint("easy", b, n, 0) for b, n in [(16, 2), (16, 4), (16, 8), (64, 2), (32, 4), (4, 32)]]
 

@@ -1,12 +1,11 @@
 """Ties of the optimum: where the replicas cannot tell the leaders apart, said as information."""
 
 import numpy as np
-
-from isocompute.fitted_study import FitOptions
-from isocompute.study_fits import fit_study
-from isocompute.ties import bootstrap_ties
-
 from known_truth import SCENARIOS, draw
+
+from isocompute.fits.curves import FitOptions
+from isocompute.fits.fits_json import fit_study
+from isocompute.fits.ties import bootstrap_ties
 
 
 def test_a_split_between_adjacent_n_is_a_tie_not_a_level() -> None:

@@ -9,13 +9,13 @@ import pandas as pd
 import pytest
 from transformers import TrainerControl, TrainerState, TrainingArguments
 
-from isocompute import timelimit
-from isocompute.checkpoints import checkpoint_problem
-from isocompute.grid import GridPoint
-from isocompute.progress import read_events
-from isocompute.specs import Recipe, SamplingSpec, TrainingSpec
-from isocompute.timelimit import StopBeforeTimeLimit, TimeLimitReached, parse_time_left
-from isocompute.training import RunSpec, train_run
+from isocompute.study.grid import GridPoint
+from isocompute.study.specs import Recipe, SamplingSpec, TrainingSpec
+from isocompute.training import timelimit
+from isocompute.training.checkpoints import checkpoint_problem
+from isocompute.training.progress import read_events
+from isocompute.training.timelimit import StopBeforeTimeLimit, TimeLimitReached, parse_time_left
+from isocompute.training.trainer import RunSpec, train_run
 
 SPEC = TrainingSpec(1e-4, 64, 2, 24, 96, 3, "grpo", SamplingSpec(1.0, 1.0, 4))
 

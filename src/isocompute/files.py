@@ -1,4 +1,4 @@
-"""Result files written whole or not at all.
+"""Result files written whole or not at all, and the tables among them read back.
 
 A job can be killed at any moment (a SLURM time limit, preemption, a lost node), and a weeks-long study
 reads its files while other jobs still write theirs. So every result file and folder is written under a
@@ -13,6 +13,8 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pandas as pd
 
 
 def write_atomically(path: str | Path, write: Callable[[Path], object]) -> None:
@@ -48,3 +50,20 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
     else:
         path.unlink(missing_ok=True)
+
+
+def read_tables(paths: list[str] | tuple[str, ...]) -> pd.DataFrame:
+    """Concatenate parquet tables (per-shard or per-run pieces of one table)."""
+    return pd.concat([pd.read_parquet(path) for path in paths], ignore_index=True)
+
+
+def write_table(table: pd.DataFrame, path: str | Path) -> None:
+    """A parquet table, written atomically (`write_atomically`): no reader sees half a file."""
+    write_atomically(path, lambda partial: table.to_parquet(partial, index=False))
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """A table a user hands a command: CSV or parquet by its suffix; a missing file is named."""
+    if not Path(path).exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    return pd.read_parquet(path) if str(path).endswith(".parquet") else pd.read_csv(path)

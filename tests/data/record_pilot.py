@@ -13,14 +13,14 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from conftest import TINY_MODEL
 
-from isocompute.base_model import pretrain_base_model
-from isocompute.grid import GridPoint
-from isocompute.launch import TrainingJob, run_job
-from isocompute.problems import write_table
-from isocompute.progress import PROGRESS_FILE
-from isocompute.specs import Recipe, SamplingSpec, TrainingSpec
-from isocompute.tasks import make_addition_pool
-from isocompute.training import RunSpec
+from isocompute.data.base_model import pretrain_base_model
+from isocompute.data.tasks import make_addition_pool
+from isocompute.files import write_table
+from isocompute.study.grid import GridPoint
+from isocompute.study.specs import Recipe, SamplingSpec, TrainingSpec
+from isocompute.training.launch import TrainingJob, run_job
+from isocompute.training.progress import PROGRESS_FILE
+from isocompute.training.trainer import RunSpec
 
 STEPS = 24
 OUT = Path(__file__).resolve().parent / "pilot"

@@ -35,8 +35,8 @@ SKIP = 77
 
 def _model(workdir: Path) -> str:
     """The default study's built-in base model, pre-trained briefly (once per WORKDIR)."""
-    from isocompute.base_model import pretrain_base_model
-    from isocompute.config import base_model_spec
+    from isocompute.data.base_model import pretrain_base_model
+    from isocompute.study.config import base_model_spec
 
     path = workdir / "base_model"
     if not (path / "config.json").exists():
@@ -48,15 +48,15 @@ def _model(workdir: Path) -> str:
 
 
 def _problems(size: int = 256):
-    from isocompute.tasks import make_addition_pool
+    from isocompute.data.tasks import make_addition_pool
 
     return make_addition_pool(size, 1, 2, seed=0)
 
 
 def _run(workdir: Path, name: str, engine=None, launch=None):
-    from isocompute.grid import GridPoint
-    from isocompute.specs import Recipe, SamplingSpec, TrainingSpec
-    from isocompute.training import SINGLE_PROCESS, RunSpec
+    from isocompute.study.grid import GridPoint
+    from isocompute.study.specs import Recipe, SamplingSpec, TrainingSpec
+    from isocompute.training.trainer import SINGLE_PROCESS, RunSpec
 
     spec = TrainingSpec(1e-4, 128, 2, 128, 128 * 12, 3, "grpo", SamplingSpec(1.0, 1.0, 8), engine)
     return RunSpec(
@@ -73,9 +73,9 @@ def _run(workdir: Path, name: str, engine=None, launch=None):
 def check_grpo(workdir: Path, on_gpu: bool) -> str:
     import pandas as pd
 
-    from isocompute.checkpoints import checkpoint_problem, weights_problem
-    from isocompute.timelimit import TimeLimitReached
-    from isocompute.training import grpo_args, train_run
+    from isocompute.training.checkpoints import checkpoint_problem, weights_problem
+    from isocompute.training.timelimit import TimeLimitReached
+    from isocompute.training.trainer import grpo_args, train_run
 
     run = _run(workdir, "grpo")
     args = grpo_args(run.point, run.spec, run.recipe, run.run_dir)
@@ -105,8 +105,8 @@ def check_grpo(workdir: Path, on_gpu: bool) -> str:
 
 
 def check_sampler(workdir: Path, on_gpu: bool) -> str:
-    from isocompute.generation import TransformersSampler, count_correct
-    from isocompute.specs import SamplingSpec
+    from isocompute.sampling.generation import TransformersSampler, count_correct
+    from isocompute.study.specs import SamplingSpec
 
     problems = _problems(200)
     prompts, answers = problems["prompt"].tolist(), problems["answer"].tolist()
@@ -121,8 +121,8 @@ def check_sampler(workdir: Path, on_gpu: bool) -> str:
 
 
 def check_vllm(workdir: Path, on_gpu: bool) -> str:
-    from isocompute.specs import RolloutEngine
-    from isocompute.training import train_run
+    from isocompute.study.specs import RolloutEngine
+    from isocompute.training.trainer import train_run
 
     engine = RolloutEngine("colocate", 0.3, 1, 1, "token_truncate", 2.0)
     table, _ = train_run(_run(workdir, "vllm", engine), _problems())
@@ -135,10 +135,10 @@ def _launched_zero3(workdir: Path, name: str, processes: int, engine=None) -> li
     each checked whole."""
     import pandas as pd
 
-    from isocompute.checkpoints import checkpoint_problem, weights_problem
-    from isocompute.launch import TrainingJob, run_job
-    from isocompute.problems import write_table
-    from isocompute.specs import LaunchSpec
+    from isocompute.files import write_table
+    from isocompute.study.specs import LaunchSpec
+    from isocompute.training.checkpoints import checkpoint_problem, weights_problem
+    from isocompute.training.launch import TrainingJob, run_job
 
     launch = LaunchSpec(processes, 64, True, str(REPO / "config/accelerate/deepspeed_zero3.yaml"))
     write_table(_problems(), workdir / "train.parquet")
@@ -164,7 +164,7 @@ def check_zero3(workdir: Path, on_gpu: bool) -> str:
 
 
 def check_vllm_zero3(workdir: Path, on_gpu: bool) -> str:
-    from isocompute.specs import RolloutEngine
+    from isocompute.study.specs import RolloutEngine
 
     engine = RolloutEngine("colocate", 0.3, 1, 1, "token_truncate", 2.0, sleep_mode=True, max_model_len=256)
     checkpoints = _launched_zero3(workdir, "vllm_zero3", 2, engine)

@@ -7,9 +7,9 @@ the project's pinned transformers) or with the test's interpreter where vLLM is 
 import json
 import sys
 
-from isocompute.generation import VLLMSampler, count_correct, make_sampler
-from isocompute.specs import SamplingSpec
-from isocompute.tasks import make_addition_pool
+from isocompute.data.tasks import make_addition_pool
+from isocompute.sampling.generation import VLLMSampler, count_correct, make_sampler
+from isocompute.study.specs import SamplingSpec
 
 GENERATION = {
     "backend": "vllm",

@@ -5,11 +5,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from isocompute.config import problem_set_spec
-from isocompute.difficulty import bucket_sizes, build_problem_set, select
-from isocompute.files import write_json
-from isocompute.problems import write_table
-from isocompute.workflow import start_job
+from isocompute.data.difficulty import bucket_sizes, build_problem_set, select
+from isocompute.files import write_json, write_table
+from isocompute.script_setup import start_job
+from isocompute.study.config import problem_set_spec
 
 start_job(snakemake.log[0])
 pool = pd.read_parquet(snakemake.input.pool)

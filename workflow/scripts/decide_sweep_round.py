@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from isocompute.adaptive import workflow_round
-from isocompute.files import write_json
-from isocompute.problems import read_tables
-from isocompute.rungs import SweepSettings
-from isocompute.workflow import start_job
+from isocompute.adaptive.decisions import workflow_round
+from isocompute.adaptive.rungs import SweepSettings
+from isocompute.files import read_tables, write_json
+from isocompute.script_setup import start_job
 
 start_job(snakemake.log[0])
 params = snakemake.params

@@ -4,11 +4,11 @@ import logging
 
 import pandas as pd
 
-from isocompute.config import sampling_spec
-from isocompute.evaluation import summary_row
-from isocompute.generation import make_sampler, score_problems
-from isocompute.problems import write_table
-from isocompute.workflow import base_model_of, generation_of, start_job
+from isocompute.files import write_table
+from isocompute.sampling.evaluation import summary_row
+from isocompute.sampling.generation import make_sampler, score_problems
+from isocompute.script_setup import base_model_of, generation_of, start_job
+from isocompute.study.config import sampling_spec
 
 start_job(snakemake.log[0])
 generation = generation_of(snakemake)

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from isocompute.config import sampling_spec
-from isocompute.evaluation import evaluate_checkpoints
-from isocompute.generation import make_sampler
-from isocompute.problems import write_table
-from isocompute.workflow import generation_of, start_job
+from isocompute.files import write_table
+from isocompute.sampling.evaluation import evaluate_checkpoints
+from isocompute.sampling.generation import make_sampler
+from isocompute.script_setup import generation_of, start_job
+from isocompute.study.config import sampling_spec
 
 start_job(snakemake.log[0])
 params = snakemake.params

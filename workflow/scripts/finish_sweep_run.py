@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from isocompute.files import write_json
-from isocompute.problems import read_tables, write_table
-from isocompute.workflow import start_job
+from isocompute.files import read_tables, write_json, write_table
+from isocompute.script_setup import start_job
 
 start_job(snakemake.log[0])
 inputs, outputs = snakemake.input, snakemake.output

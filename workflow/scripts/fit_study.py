@@ -4,10 +4,9 @@ import logging
 
 import pandas as pd
 
-from isocompute.files import write_json
-from isocompute.study_fits import fit_configured_study
-from isocompute.problems import read_tables
-from isocompute.workflow import start_job
+from isocompute.files import read_tables, write_json
+from isocompute.fits.fits_json import fit_configured_study
+from isocompute.script_setup import start_job
 
 start_job(snakemake.log[0])
 params = snakemake.params

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from isocompute.data_ablation_fits import fit_train_metrics, train_evals
 from isocompute.files import write_json
-from isocompute.workflow import start_job
+from isocompute.fits.data_ablation import fit_train_metrics, train_evals
+from isocompute.script_setup import start_job
 
 start_job(snakemake.log[0])
 params = snakemake.params

@@ -2,8 +2,8 @@
 
 import logging
 
-from isocompute.problems import read_tables, write_table
-from isocompute.workflow import start_job
+from isocompute.files import read_tables, write_table
+from isocompute.script_setup import start_job
 
 start_job(snakemake.log[0])
 table = read_tables(snakemake.input.shards)

@@ -2,9 +2,8 @@
 
 import logging
 
-from isocompute.files import write_atomically
-from isocompute.problems import read_tables
-from isocompute.workflow import start_job
+from isocompute.files import read_tables, write_atomically
+from isocompute.script_setup import start_job
 
 start_job(snakemake.log[0])
 table = read_tables(snakemake.input.evals)

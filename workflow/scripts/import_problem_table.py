@@ -2,8 +2,9 @@
 
 import logging
 
-from isocompute.problems import load_problem_table, write_table
-from isocompute.workflow import start_job
+from isocompute.data.problems import load_problem_table
+from isocompute.files import write_table
+from isocompute.script_setup import start_job
 
 start_job(snakemake.log[0])
 table = snakemake.params.table

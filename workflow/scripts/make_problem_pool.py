@@ -2,10 +2,11 @@
 
 import logging
 
-from isocompute.config import pool_source
-from isocompute.problems import validate_problem_table, write_table
-from isocompute.tasks import synthetic_task
-from isocompute.workflow import start_job
+from isocompute.data.problems import validate_problem_table
+from isocompute.data.tasks import synthetic_task
+from isocompute.files import write_table
+from isocompute.script_setup import start_job
+from isocompute.study.config import pool_source
 
 start_job(snakemake.log[0])
 source = pool_source(dict(snakemake.params.items()))

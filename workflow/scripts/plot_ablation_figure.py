@@ -1,8 +1,8 @@
 """Draw one figure of a recipe ablation study (rule plot_ablation_figure)."""
 
-from isocompute.recipe_ablation_figures import render
-from isocompute.config import figure_style
-from isocompute.workflow import start_job
+from isocompute.figures.recipe_ablation import render
+from isocompute.script_setup import start_job
+from isocompute.study.config import figure_style
 
 start_job(snakemake.log[0])
 wildcards = snakemake.wildcards

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from isocompute.config import figure_style
-from isocompute.data_ablation_figures import plot_extremely_hard, plot_mixtures, plot_train_vs_val
-from isocompute.workflow import start_job
+from isocompute.figures.data_ablation import plot_extremely_hard, plot_mixtures, plot_train_vs_val
+from isocompute.script_setup import start_job
+from isocompute.study.config import figure_style
 
 start_job(snakemake.log[0])
 params = snakemake.params

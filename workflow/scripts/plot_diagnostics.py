@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from isocompute.config import figure_style
-from isocompute.diagnostic_figures import plot_training_diagnostics
-from isocompute.workflow import start_job
+from isocompute.figures.mechanism import plot_training_diagnostics
+from isocompute.script_setup import start_job
+from isocompute.study.config import figure_style
 
 start_job(snakemake.log[0])
 wildcards = snakemake.wildcards

@@ -1,8 +1,8 @@
 """Draw one of the paper's figures (rules plot_study_figure and plot_set_figure)."""
 
-from isocompute.config import figure_style
-from isocompute.figures import render
-from isocompute.workflow import start_job
+from isocompute.figures.scaling import render
+from isocompute.script_setup import start_job
+from isocompute.study.config import figure_style
 
 start_job(snakemake.log[0])
 wildcards = snakemake.wildcards

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from isocompute.config import figure_style
-from isocompute.diagnostic_figures import plot_probe
-from isocompute.workflow import start_job
+from isocompute.figures.mechanism import plot_probe
+from isocompute.script_setup import start_job
+from isocompute.study.config import figure_style
 
 start_job(snakemake.log[0])
 plot_probe(

@@ -2,10 +2,10 @@
 
 import logging
 
-from isocompute.config import base_model_spec
-from isocompute.base_model import pretrain_base_model
-from isocompute.problems import write_table
-from isocompute.workflow import start_job
+from isocompute.data.base_model import pretrain_base_model
+from isocompute.files import write_table
+from isocompute.script_setup import start_job
+from isocompute.study.config import base_model_spec
 
 start_job(snakemake.log[0])
 spec = base_model_spec(snakemake.params.settings)

@@ -2,10 +2,10 @@
 
 import logging
 
-from isocompute.config import sampling_spec
-from isocompute.grid import learning_rate
-from isocompute.interference import ProbeSettings, probe, read_problems, write_probe
-from isocompute.workflow import base_model_of, start_job
+from isocompute.mechanism.probe import ProbeSettings, probe, read_problems, write_probe
+from isocompute.script_setup import base_model_of, start_job
+from isocompute.study.config import sampling_spec
+from isocompute.study.grid import learning_rate
 
 start_job(snakemake.log[0])
 params = snakemake.params

@@ -4,8 +4,8 @@ import json
 from pathlib import Path
 
 from isocompute.files import write_json, write_text
-from isocompute.recommend import describe_recommendation, recommend_or_reason
-from isocompute.workflow import start_job
+from isocompute.fits.recommend import describe_recommendation, recommend_or_reason
+from isocompute.script_setup import start_job
 
 start_job(snakemake.log[0])
 fits = json.loads(Path(snakemake.input.fits).read_text())

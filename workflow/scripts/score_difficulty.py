@@ -4,11 +4,11 @@ import logging
 
 import pandas as pd
 
-from isocompute.config import sampling_spec
-from isocompute.difficulty import score_difficulty, shard_of
-from isocompute.generation import make_sampler
-from isocompute.problems import write_table
-from isocompute.workflow import base_model_of, generation_of, start_job
+from isocompute.data.difficulty import score_difficulty, shard_of
+from isocompute.files import write_table
+from isocompute.sampling.generation import make_sampler
+from isocompute.script_setup import base_model_of, generation_of, start_job
+from isocompute.study.config import sampling_spec
 
 start_job(snakemake.log[0])
 shard = int(snakemake.wildcards.shard)

@@ -4,12 +4,11 @@ import logging
 
 import pandas as pd
 
-from isocompute.config import sampling_spec
-from isocompute.difficulty import staged_pass_at
-from isocompute.files import write_json
-from isocompute.generation import make_sampler
-from isocompute.problems import write_table
-from isocompute.workflow import base_model_of, generation_of, start_job
+from isocompute.data.difficulty import staged_pass_at
+from isocompute.files import write_json, write_table
+from isocompute.sampling.generation import make_sampler
+from isocompute.script_setup import base_model_of, generation_of, start_job
+from isocompute.study.config import sampling_spec
 
 start_job(snakemake.log[0])
 k = int(snakemake.wildcards.k)

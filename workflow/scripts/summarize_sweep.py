@@ -3,12 +3,12 @@
 import json
 from pathlib import Path
 
-from isocompute.adaptive import sweep_summary
-from isocompute.config import figure_style
-from isocompute.figures import plot_sweep_frontier
+from isocompute.adaptive.decisions import sweep_summary
+from isocompute.adaptive.rungs import SweepSettings, reached_rungs
+from isocompute.figures.scaling import plot_sweep_frontier
 from isocompute.files import write_json
-from isocompute.rungs import SweepSettings, reached_rungs
-from isocompute.workflow import start_job
+from isocompute.script_setup import start_job
+from isocompute.study.config import figure_style
 
 start_job(snakemake.log[0])
 params = snakemake.params

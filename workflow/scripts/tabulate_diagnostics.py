@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from isocompute.diagnostics import base_rows, checkpoint_diagnostics, nstar_by_metric
-from isocompute.problems import write_table
-from isocompute.workflow import start_job
+from isocompute.files import write_table
+from isocompute.mechanism.diagnostics import base_rows, checkpoint_diagnostics, nstar_by_metric
+from isocompute.script_setup import start_job
 
 start_job(snakemake.log[0])
 params = snakemake.params

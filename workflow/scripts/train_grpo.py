@@ -10,12 +10,12 @@ import sys
 
 import pandas as pd
 
-from isocompute.config import launch_spec, recipe_spec, training_spec, with_layout
-from isocompute.launch import TrainingJob, WorldSizeChanged, run_job
-from isocompute.runlock import TrainerAlive
-from isocompute.timelimit import TimeLimitReached, slurm_deadline
-from isocompute.training import RunSpec
-from isocompute.workflow import base_model_of, start_job
+from isocompute.script_setup import base_model_of, start_job
+from isocompute.study.config import launch_spec, recipe_spec, training_spec, with_layout
+from isocompute.training.launch import TrainingJob, WorldSizeChanged, run_job
+from isocompute.training.runlock import TrainerAlive
+from isocompute.training.timelimit import TimeLimitReached, slurm_deadline
+from isocompute.training.trainer import RunSpec
 
 start_job(snakemake.log[0])
 point = snakemake.params.point

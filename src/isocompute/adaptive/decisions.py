@@ -1,0 +1,421 @@
+"""The adaptive sweep: after each rung, which arms of a study extend and which stop; and its replay.
+
+Arms are the study's n; rungs are compute caps spaced by a constant factor down from C_max, each arm's
+cap taken on its own checkpoint grid. Successive halving, ASHA and Hyperband drop arms by their rank at
+equal compute, but here curves cross (a large n loses at low compute and wins at high compute), so such
+pruning cuts the runs that own the high-compute frontier and biases n*(C) down. This policy never ranks:
+an arm stops only when its whole remaining compute range is confidently below the frontier.
+
+- Reward curves only rise (the sigmoid is monotone, and every arm on the frontier at the top of the
+  reached range, C_top, keeps running), so the frontier at any compute beyond C_top is at least its
+  value at C_top: the lower edge of its bootstrap band there (2.5 %) bounds the frontier over every
+  remaining compute from below.
+- An arm's future reward is at most its ceiling A. Where its fit identifies A (`ceiling_bound`: the curve
+  has saturated, its last point holding `fitting.SATURATED_SHARE` of the fitted gain, with nothing else
+  left undetermined) the upper edge of A's bootstrap band (97.5 %) bounds the arm's future from above.
+  An unsaturated curve's ceiling is not determined by its data: a sigmoid fitted to its rising part can
+  put A anywhere, so the only bound on its future is the metric's maximum, 1, and it stays a candidate.
+
+An arm stops when its bound lies below the frontier's, and never before `min_steps` optimizer steps.
+Guards: the frontier's arm at C_top and its neighbours on the grid (n*/2 and 2 n*) always continue. One
+audit arm, the first stopped (the closest call of that round), runs `audit_rungs` rungs past its stop and
+is then decided again, so the cost of stopping is measured rather than assumed.
+
+`replay` runs the policy on a complete evaluation table as if each arm had been extended rung by rung,
+each decision fitted only to the rows it could have seen, and reports the rollouts spent against the full
+grid's with the fits of the data the sweep kept (`study_fits.fit_study`'s schema).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from isocompute.adaptive.rungs import (
+    CAP_SLACK,
+    SweepError,
+    SweepSettings,
+    reached_rungs,
+    rung_caps,
+    rung_step,
+)
+from isocompute.fits.bootstrap import resample_evals
+from isocompute.fits.curves import FitOptions
+from isocompute.fits.fits_json import fit_study
+from isocompute.fits.forms import RewardFit, reward_fit_from_json
+from isocompute.fits.law import RESOLVED_SHARE
+
+# The metric's largest value (avg@k, best@k and worst@k are shares): the only bound on an unsaturated curve.
+REWARD_MAX = 1.0
+@dataclass(frozen=True)
+class Decision:
+    """Extend or stop one arm after a rung, with the reason in words and the numbers behind it."""
+
+    n: int
+    action: str
+    reason: str
+    numbers: dict[str, Any]
+
+
+def ceiling_bound(curve: Mapping[str, Any], resamples: int) -> tuple[float, str]:
+    """An upper bound on the arm's reward at any larger compute, and why it holds.
+
+    The upper edge of the ceiling A's bootstrap band where the fit identifies A; otherwise the metric's
+    maximum. A is identified where the fit has no flag (its bend lies inside the data, it has saturated,
+    no parameter is at a bound) or where the only flag is a midpoint below the first point (a curve
+    measured on its plateau only), and where the curve has clearly risen (A's band above the base
+    model's): a curve still at the base model's value fits a noise "plateau" as well as a rise to come,
+    and a step at the last points (a slope at its bound) fits a false plateau, so neither is a ceiling.
+    """
+    fit = reward_fit_from_json(curve)
+    if not isinstance(fit, RewardFit):
+        return REWARD_MAX, f"no curve fit ({fit.kind}): its future reward is bounded only by {REWARD_MAX:g}"
+    below = fit.log10_c_mid < np.log10(curve["range"][0])
+    unidentified = [flag for flag in fit.flags if not (below and flag.startswith("C_mid"))]
+    if unidentified:
+        return REWARD_MAX, (
+            f"its ceiling is not identified ({'; '.join(unidentified)}), so its future reward is bounded only "
+            f"by {REWARD_MAX:g}"
+        )
+    intervals = curve.get("intervals", {})
+    fitted = curve.get("replicas_fitted", 0)
+    if fitted < RESOLVED_SHARE * resamples or "a" not in intervals:
+        return REWARD_MAX, f"only {fitted} of {resamples} bootstrap replicas fitted the curve: no band on its ceiling"
+    base_high = intervals["r0"][1] if "r0" in intervals else fit.r0
+    if intervals["a"][0] <= base_high:
+        return REWARD_MAX, (
+            f"not yet risen (A's band reaches down to {intervals['a'][0]:.3f}, the base model's to {base_high:.3f}): "
+            f"its ceiling is not identified, so its future reward is bounded only by {REWARD_MAX:g}"
+        )
+    return float(intervals["a"][1]), "its ceiling identified: the upper edge (97.5 %) of A's bootstrap band"
+
+
+def decide(fit: Mapping[str, Any], steps: Mapping[int, int], active: Sequence[int], settings: SweepSettings) -> list[Decision]:
+    """Extend or stop each active arm, given the fit (`fit_study`'s JSON, with a bootstrap) of what is measured.
+
+    `steps` holds every arm's optimizer steps reached, stopped arms included (the arm list gives the
+    neighbours of the frontier's arm).
+    """
+    resamples = fit["bootstrap"]["resamples"]
+    if resamples == 0:
+        raise SweepError("the adaptive sweep needs bootstrap replicas (per-problem counts): no band, no stop")
+    arms = sorted(steps)
+    top = fit["frontier"][-1] if fit["frontier"] else None
+    c_top = None if top is None else float(top["compute"])
+    low = None if top is None or top.get("reward_low") is None else float(top["reward_low"])
+    n_top = None if fit["optimum_at_max_compute"] is None else int(fit["optimum_at_max_compute"]["n"])
+    guarded: dict[int, str] = {}
+    if n_top is not None:
+        at = arms.index(n_top)
+        guarded = {n_top: "the frontier's arm at the top of the reached range"}
+        for neighbour in arms[max(at - 1, 0) : at] + arms[at + 1 : at + 2]:
+            guarded[neighbour] = f"a neighbour of the frontier's arm n* = {n_top} at the top of the reached range"
+    curves = {int(curve["key"]["n"]): curve for curve in fit["curves"]}
+    decisions = []
+    for n in active:
+        numbers: dict[str, Any] = {"steps": steps[n], "c_top": c_top, "n_top": n_top, "frontier_low": low}
+        if steps[n] < settings.min_steps:
+            decisions.append(Decision(n, "extend", f"{steps[n]} steps, under sweep.min_steps={settings.min_steps}", numbers))
+            continue
+        upper, why = ceiling_bound(curves[n], resamples) if n in curves else (REWARD_MAX, "no curve: not yet measured")
+        numbers.update(upper=upper, margin=None if low is None else low - upper)
+        if n in guarded:
+            decisions.append(Decision(n, "extend", guarded[n], numbers))
+        elif low is None:
+            decisions.append(Decision(n, "extend", "no bootstrap band on the frontier at the top of the reached range", numbers))
+        elif upper < low:
+            decisions.append(Decision(n, "stop", (
+                f"confidently below the frontier over its whole remaining range: its reward stays under {upper:.3f} "
+                f"({why}), the frontier stays above {low:.3f} (lower edge, 2.5 %, of its band at C = {c_top:.4g}; "
+                f"curves only rise)"), numbers))  # fmt: skip
+        else:
+            decisions.append(Decision(n, "extend", f"its bound {upper:.3f} ({why}) reaches the frontier's lower edge {low:.3f}", numbers))
+    return decisions
+
+
+def replay(
+    evals: pd.DataFrame,
+    counts: pd.DataFrame,
+    options: FitOptions,
+    k: int,
+    bootstrap: int,
+    seed: int = 0,
+    settings: SweepSettings | None = None,
+    base_counts: pd.DataFrame | None = None,
+    holdout_decades: float = 0.5,
+    frontier_points: int = 60,
+) -> dict[str, Any]:
+    """Run the policy on a complete table of a fixed-B_problem study as if its arms were extended rung by rung.
+
+    Each round fits only the rows its decision could have seen (every arm up to the step it had reached,
+    with the bootstrap drawn from those rows' per-problem counts). Returns the rollouts spent and the full
+    grid's, the decisions per round, per arm how far it ran and why, the audit, and `fits`: the fits of
+    the kept data (`fit_study`'s JSON).
+    """
+    settings = settings or SweepSettings()
+    if options.by != ("n",) or options.compute != "compute_rollouts":
+        raise SweepError("the adaptive sweep replays a fixed-B_problem study: curves by n, compute in rollouts")
+    if evals["b_problem"].nunique() != 1:
+        raise SweepError(f"the evaluations hold b_problem values {sorted(evals['b_problem'].unique())}: keep one")
+    if bootstrap < 1:
+        raise SweepError("the adaptive sweep needs bootstrap replicas (--bootstrap >= 1): no band, no stop")
+    checkpoints = {
+        int(n): [(int(step), float(compute)) for step, compute in group.groupby("step")["compute_rollouts"].mean().items()]
+        for n, group in evals.groupby("n")
+    }
+    arms = sorted(checkpoints)
+    if len(arms) < 3:
+        raise SweepError(f"the evaluations hold {len(arms)} arm(s) (n = {arms}): an adaptive sweep needs at least three")
+    compute_max = min(max(c for _, c in points) for points in checkpoints.values())
+    caps = rung_caps(float(evals["compute_rollouts"].min()), compute_max, settings.rung_factor)
+    if len(caps) < 2:
+        raise SweepError(f"sweep.rung_factor={settings.rung_factor} leaves {len(caps)} rung over the measured range")
+    steps = dict.fromkeys(arms, 0)
+    active = list(arms)
+    stopped: dict[int, dict[str, Any]] = {}
+    audit: dict[str, Any] | None = None
+    rounds = []
+    for index, cap in enumerate(caps):
+        last = index == len(caps) - 1
+        for n in active:
+            steps[n] = rung_step(checkpoints[n], cap, last)
+        if last:
+            break
+        fit = _fit_seen(evals, counts, steps, options, k, bootstrap, seed, base_counts, 0.0, frontier_points)
+        record, audit = decide_round(fit, steps, active, settings, audit, index, cap)
+        for decision in record["decisions"]:
+            if decision["action"] == "stop":
+                active.remove(decision["n"])
+                stopped[decision["n"]] = {"round": index, "cap": cap, "reason": decision["reason"]}
+        rounds.append(record)
+    kept = _fit_seen(evals, counts, steps, options, k, bootstrap, seed, base_counts, holdout_decades, frontier_points)
+    spent = _rollouts(evals, steps)
+    full = _rollouts(evals, {n: max(s for s, _ in checkpoints[n]) for n in arms})
+    return {
+        "settings": asdict(settings),
+        "rungs": caps,
+        "rollouts_spent": spent,
+        "rollouts_full_grid": full,
+        "share_of_full_grid": spent / full,
+        "arms": [
+            {
+                "n": n,
+                "steps": steps[n],
+                "compute_reached": _compute_at(checkpoints[n], steps[n]),
+                "compute_full": max(c for _, c in checkpoints[n]),
+                **({"stopped": stopped[n]} if n in stopped else {}),
+            }
+            for n in arms
+        ],
+        "audit": _audit_outcome(audit, kept),
+        "rounds": rounds,
+        "fits": kept,
+    }
+
+
+def decide_round(
+    fit: Mapping[str, Any],
+    steps: Mapping[int, int],
+    active: Sequence[int],
+    settings: SweepSettings,
+    audit: dict[str, Any] | None,
+    index: int,
+    cap: float,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """One round after rung `index` (its compute cap `cap`): every active arm decided on `fit` (the study
+    fit of what the arms had measured, with a bootstrap), the audit carried on. Returns the round's record
+    (its cap, n* at the top of the reached range, the law's verdict, every decision with its numbers) and
+    the audit to carry into the next round; the replay and the workflow's rounds both decide through it."""
+    decisions = decide(fit, steps, active, settings)
+    audit, decisions = _audit(audit, decisions, index, cap, settings)
+    law = fit["optimum"]["n"]
+    top = fit["optimum_at_max_compute"]
+    record = {
+        "round": index, "cap": cap, "n_top": None if top is None else top["n"],
+        "frontier_top": fit["frontier"][-1] if fit["frontier"] else None,
+        "law": {"ok": law["ok"], "kind": law.get("kind"), "identified": law.get("identified")},
+        "decisions": [asdict(d) for d in decisions],
+    }  # fmt: skip
+    return record, audit
+
+
+def fit_round(
+    evals: pd.DataFrame,
+    counts: pd.DataFrame,
+    base: Mapping[str, float],
+    fits: Mapping[str, Any],
+    k: int,
+    seed: int,
+    base_counts: pd.DataFrame | None = None,
+) -> dict[str, Any]:
+    """The fit a workflow round decides on: the headline metric (`fits.metric`) of a fixed-B_problem
+    study's evaluations so far, in rollouts, with `fits.bootstrap` replicas of its per-problem counts and
+    the study's own fit options (`fits:`), so a round sees what the study's final fit would see."""
+    options = FitOptions(
+        metric=fits["metric"],
+        compute="compute_rollouts",
+        by=("n",),
+        base_reward=float(base[fits["metric"]]) if fits["anchor_r0"] else None,
+        points=fits["points"],
+        record_bin=fits["record_bin"],
+        extrapolate=fits["extrapolate"],
+    )
+    kept = evals[evals["compute_rollouts"] >= fits["min_compute"]]
+    kept_counts = counts[counts["compute_rollouts"] >= fits["min_compute"]]
+    replicas = resample_evals(kept_counts, k, fits["bootstrap"], seed, ("n",), base_counts)
+    return fit_study(
+        kept, options, min_compute=fits["min_compute"], frontier_points=fits["frontier_points"], replicas=replicas,
+        holdout_decades=0.0,
+    )  # fmt: skip
+
+
+def _fit_seen(
+    evals: pd.DataFrame,
+    counts: pd.DataFrame,
+    steps: Mapping[int, int],
+    options: FitOptions,
+    k: int,
+    bootstrap: int,
+    seed: int,
+    base_counts: pd.DataFrame | None,
+    holdout_decades: float,
+    frontier_points: int,
+) -> dict[str, Any]:
+    """The study fit of the rows each arm had reached, bootstrapped from those rows' counts."""
+    reached = evals["n"].map(steps)
+    seen = evals[evals["step"] <= reached]
+    seen_counts = counts[counts["step"] <= counts["n"].map(steps)]
+    replicas = resample_evals(seen_counts, k, bootstrap, seed, ("n",), base_counts)
+    return fit_study(seen, options, frontier_points=frontier_points, replicas=replicas, holdout_decades=holdout_decades)
+
+
+def _audit(
+    audit: dict[str, Any] | None, decisions: list[Decision], index: int, cap: float, settings: SweepSettings
+) -> tuple[dict[str, Any] | None, list[Decision]]:
+    """Keep the audit arm running for `audit_rungs` rungs past its stop, then let the rule decide it again.
+
+    The first round that stops an arm makes the closest of its stops (smallest margin) the audit.
+    """
+    if settings.audit_rungs == 0:
+        return audit, decisions
+    if audit is None:
+        stops = [d for d in decisions if d.action == "stop"]
+        if not stops:
+            return audit, decisions
+        first = min(stops, key=lambda d: d.numbers["margin"])
+        audit = {"n": first.n, "stopped_round": index, "stopped_cap": cap, "stopped_by": asdict(first), "rounds": []}
+    if audit.get("outcome") is not None:
+        return audit, decisions
+    result = []
+    for decision in decisions:
+        if decision.n != audit["n"]:
+            result.append(decision)
+            continue
+        past = index - audit["stopped_round"]
+        if past < settings.audit_rungs:
+            audit["rounds"].append({"round": index, "rule": asdict(decision)})
+            reason = (f"audit: the rule stops it at round {audit['stopped_round']}; it runs {settings.audit_rungs} "
+                      f"rung(s) past its stop so the cost of stopping is measured")  # fmt: skip
+            result.append(Decision(decision.n, "extend", reason, decision.numbers))
+        else:
+            audit["outcome"] = "stop confirmed" if decision.action == "stop" else "stop reversed: the arm continues"
+            audit["decided_again"] = asdict(decision)
+            result.append(decision)
+    return audit, result
+
+
+def _audit_outcome(audit: dict[str, Any] | None, kept: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The audit with what the kept data say: where the audited arm was the frontier's beyond its stop."""
+    if audit is None:
+        return None
+    n, after = audit["n"], audit["stopped_cap"] * CAP_SLACK
+    won = [row["compute"] for row in kept["optimum_points"] if row["n"] == n and row["compute"] > after]
+    return {**audit, "outcome": audit.get("outcome", "ran to the end of the grid"),
+            "frontier_points_won_after_stop": won}  # fmt: skip
+
+
+def _compute_at(checkpoints: Sequence[tuple[int, float]], step: int) -> float:
+    return float(dict(checkpoints).get(step, 0.0))
+
+
+def _rollouts(evals: pd.DataFrame, steps: Mapping[int, int]) -> float:
+    """Training rollouts of every run (each n and seed) up to the step its arm reached."""
+    reached = evals[evals["step"] <= evals["n"].map(steps)]
+    return float(reached.groupby(["n", "seed"] if "seed" in reached else ["n"])["compute_rollouts"].max().sum())
+
+
+
+def round_state(
+    record: Mapping[str, Any], reached: Mapping[int, int], rung_steps: Mapping[int, Sequence[int]]
+) -> dict[str, Any]:
+    """A workflow round's record with each arm's state after it (`arms`: the rung and steps it reached and
+    whether it runs on), the form the next round and the sweep's summary read (`rungs.reached_rungs`)."""
+    stops = {d["n"] for d in record["decisions"] if d["action"] == "stop"}
+    active = {d["n"] for d in record["decisions"]} - stops
+    return {
+        **record,
+        "arms": {
+            str(n): {"rung": rung, "steps": rung_steps[n][rung], "active": n in active} for n, rung in reached.items()
+        },
+    }
+
+
+def sweep_summary(
+    rounds: Sequence[Mapping[str, Any]],
+    audit: Mapping[str, Any] | None,
+    settings: SweepSettings,
+    caps: Sequence[float],
+    arms: Mapping[int, Mapping[str, Any]],
+) -> dict[str, Any]:
+    """What an adaptive sweep spent and why each arm stopped where it did: `rollouts_spent` against
+    `rollouts_full_grid` (training rollouts of every run, each to the step its arm reached, against each
+    to its last step), per arm its runs, steps and compute reached and full, and the round that stopped it
+    with the reason (from the rounds' records), in replay's schema."""
+    stopped = {
+        d["n"]: {"round": r["round"], "cap": r["cap"], "reason": d["reason"]}
+        for r in rounds
+        for d in r["decisions"]
+        if d["action"] == "stop"
+    }
+    spent = sum(arm["compute_reached"] * arm["runs"] for arm in arms.values())
+    full = sum(arm["compute_full"] * arm["runs"] for arm in arms.values())
+    return {
+        "settings": asdict(settings),
+        "rungs": list(caps),
+        "rollouts_spent": spent,
+        "rollouts_full_grid": full,
+        "share_of_full_grid": spent / full,
+        "arms": [{"n": n, **arm, **({"stopped": stopped[n]} if n in stopped else {})} for n, arm in sorted(arms.items())],
+        "audit": audit,
+        "rounds": list(rounds),
+    }
+
+
+def workflow_round(
+    evals: pd.DataFrame,
+    counts: pd.DataFrame,
+    base: Mapping[str, float],
+    base_counts: pd.DataFrame | None,
+    fits: Mapping[str, Any],
+    k: int,
+    seed: int,
+    settings: SweepSettings,
+    caps: Sequence[float],
+    rung_steps: Mapping[int, Sequence[int]],
+    previous: Mapping[str, Any] | None,
+    rung: int,
+) -> dict[str, Any]:
+    """The workflow's round after rung `rung`: the arms' evaluations so far (`evals`, `counts`: every arm up
+    to the rung it reached) fitted as the study's final fit would be, each arm the previous round kept
+    active decided, the audit carried on; the record with each arm's state after it (`round_state`)."""
+    arms = sorted(rung_steps)
+    reached = reached_rungs(arms, previous, rung)
+    steps = {n: rung_steps[n][reached[n]] for n in arms}
+    active = [n for n in arms if previous is None or previous["arms"][str(n)]["active"]]
+    fit = fit_round(evals, counts, base, fits, k, seed, base_counts)
+    record, audit = decide_round(fit, steps, active, settings, previous["audit"] if previous else None, rung, caps[rung])
+    return round_state({**record, "audit": audit}, reached, rung_steps)

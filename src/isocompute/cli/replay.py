@@ -1,0 +1,49 @@
+"""`isocompute replay EVALS --counts COUNTS`: the adaptive sweep's policy on a complete table, before
+spending a GPU on it: the rollouts it would have spent, its decisions and the fits of what it kept."""
+
+from __future__ import annotations
+
+import argparse
+
+from isocompute.files import write_json
+from isocompute.fits.curves import FitOptions
+from isocompute.fits.table_fit import REQUIRED, read_columns
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    sweep = commands.add_parser("replay", help="replay the adaptive sweep on complete evaluations: rollouts spent, decisions, fits")
+    sweep.add_argument("evals", help="evaluation table of one fixed-B_problem study (CSV or parquet)")
+    sweep.add_argument("--counts", required=True, help="per-problem correct counts (val_counts): the bootstrap's bands")
+    sweep.add_argument("--base-counts", help="the base model's per-problem counts, resampled with --counts")
+    sweep.add_argument("--base-reward", type=float, help="anchor every curve's R0 at this value")
+    sweep.add_argument("--out", required=True, help="REPLAY.json to write")
+    sweep.add_argument("--metric", default="avg@4")
+    sweep.add_argument("--k", type=int, default=4, help="samples per problem in --counts")
+    sweep.add_argument("--bootstrap", type=int, default=50, help="resamples of the validation problems per decision")
+    sweep.add_argument("--seed", type=int, default=0)
+    sweep.add_argument("--rung-factor", type=float, default=2.0, help="compute caps C_max / factor**j")
+    sweep.add_argument("--min-steps", type=int, default=10, help="optimizer steps an arm runs before it may stop")
+    sweep.add_argument("--audit-rungs", type=int, default=1, help="rungs the audit arm runs past its stop (0: none)")
+    sweep.add_argument("--holdout-decades", type=float, default=0.5, help="top compute held out to check the kept data's law")
+    sweep.set_defaults(run=run)
+
+
+def replayed(args: argparse.Namespace) -> dict:
+    """The replay of `args` (the adaptive sweep imported here, to keep the other commands light)."""
+    from isocompute.adaptive.decisions import replay
+    from isocompute.adaptive.rungs import SweepSettings
+
+    evals = read_columns(args.evals, [*REQUIRED, args.metric])
+    counts = read_columns(args.counts, ["id", "n_correct", "n", "step"])
+    options = FitOptions(metric=args.metric, compute="compute_rollouts", by=("n",), base_reward=args.base_reward)
+    settings = SweepSettings(args.rung_factor, args.min_steps, args.audit_rungs)
+    base_counts = read_columns(args.base_counts, []) if args.base_counts else None
+    return replay(evals, counts, options, args.k, args.bootstrap, args.seed, settings, base_counts, args.holdout_decades)
+
+
+def run(args: argparse.Namespace) -> None:
+    result = replayed(args)
+    write_json(result, args.out)
+    law = result["fits"]["optimum"]["n"]
+    print(f"rollouts spent {result['rollouts_spent']:.6g} of the full grid's {result['rollouts_full_grid']:.6g} "
+          f"({result['share_of_full_grid']:.0%}); law of n*: {'fitted' if law['ok'] else law['kind']}")  # fmt: skip

@@ -1,0 +1,100 @@
+"""Data ablations (paper Figs. 14, 15, 20, 21): which problem sets the compute-optimal n is measured on.
+
+The sets themselves are config expressions (`isocompute.study.config.problem_sets`): size sweeps, mixtures of
+buckets, and the extremely hard set (pass@k = 0). Each set's runs are fitted by the same studies as any
+other set; this module adds what Fig. 14 compares them with: the training reward as TRL logs it per step,
+smoothed over a window of compute, and the pass rate on a sample of the training set, fitted like the
+validation metrics (`isocompute.fits.fits_json.fit_study`), so their frontiers and n*(C) sit beside the
+validation ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from isocompute.fits.curves import FitOptions
+from isocompute.fits.fits_json import fit_study
+from isocompute.study.studies import DATA_FIGURES, Study  # noqa: F401 - DATA_FIGURES: the figures this module feeds
+
+TRAIN_METRICS = {
+    "train_reward": "training reward (TRL's per-step mean, smoothed)",
+    "train_pass_rate": "pass rate on a training sample",
+}
+
+
+def smoothed_reward(log: pd.DataFrame, window: float) -> pd.Series:
+    """Per step: the mean training reward over the steps whose compute lies in (C / window, C].
+
+    A trailing window of a fixed factor of compute is as wide on the log-compute axis of the figures at
+    every C, and uses no step after C, so the smoothed reward at a checkpoint is what was known there.
+    """
+    compute = log["compute_rollouts"].to_numpy(dtype=float)
+    reward = pd.to_numeric(log["reward"], errors="coerce").to_numpy(dtype=float)
+    starts = np.searchsorted(compute, compute / window, side="right")
+    cumulative = np.concatenate([[0.0], np.nancumsum(reward)])
+    counts = np.concatenate([[0], np.cumsum(~np.isnan(reward))])
+    ends = np.arange(1, len(compute) + 1)
+    with np.errstate(invalid="ignore"):
+        return pd.Series((cumulative[ends] - cumulative[starts]) / (counts[ends] - counts[starts]), index=log.index)
+
+
+def train_evals(
+    logs: Mapping[str, pd.DataFrame], pass_rates: Mapping[str, pd.DataFrame], window: float
+) -> pd.DataFrame:
+    """One row per run and checkpoint: the smoothed training reward at the checkpoint's step and the mean
+    pass rate of the training sample there, keyed like the evaluation tables (`run`, `b_problem`, `n`,
+    `seed`, `step`, `compute_rollouts`)."""
+    rows = []
+    for run, rates in pass_rates.items():
+        log = logs[run].sort_values("step", ignore_index=True)
+        reward = smoothed_reward(log, window).set_axis(log["step"])
+        keys = ["run", "b_problem", "n", "seed", "step", "compute_rollouts"]
+        table = rates.groupby(keys, as_index=False)["pass_rate"].mean().rename(columns={"pass_rate": "train_pass_rate"})
+        table["train_reward"] = reward.reindex(table["step"]).to_numpy()
+        rows.append(table)
+    return pd.concat(rows, ignore_index=True)
+
+
+def fit_train_metrics(evals: pd.DataFrame, study: Study, fits: Mapping[str, Any], window: float) -> dict[str, Any]:
+    """The study's fits of each training metric against compute in rollouts, as `fit_study` fits validation
+    metrics (no anchor: the base model's training reward is not measured; no bootstrap: the training
+    metrics are per-run means, not per-problem counts, so their laws say `not_judged`; the data ablation
+    reads the frontier's n* at a compute point, `optimum_at`)."""
+    result: dict[str, Any] = {"study": study.name, "window": window, "fits": {}}
+    for metric in TRAIN_METRICS:
+        options = FitOptions(
+            metric=metric,
+            compute="compute_rollouts",
+            by=tuple(study.by),
+            points=fits["points"],
+            record_bin=fits["record_bin"],
+            extrapolate=fits["extrapolate"],
+        )
+        table = evals[evals["compute_rollouts"] >= fits["min_compute"]].dropna(subset=[metric])
+        result["fits"][metric] = fit_study(table, options, frontier_points=fits["frontier_points"])
+    return result
+
+
+def optimum_at(fit: Mapping[str, Any], compute: float) -> int | None:
+    """The fit's n* at the largest measured compute point not above `compute` (None without a frontier)."""
+    points = [p for p in fit["optimum_points"] if p["compute"] <= compute * (1 + 1e-9)]
+    return int(points[-1]["n"]) if points else None
+
+
+def nstar_by_size(
+    sizes: Sequence[int], validation: Sequence[Mapping[str, Any]], training: Sequence[Mapping[str, Any]], metric: str
+) -> pd.DataFrame:
+    """n* at the largest compute all sizes share, per set size, for the validation `metric` and each
+    training metric: the data of Fig. 14's last panel."""
+    fits = [v["fits"][metric]["compute_rollouts"] for v in validation]
+    shared = min((max((p["compute"] for p in f["optimum_points"]), default=0.0) for f in fits), default=0.0)
+    rows = []
+    for size, val, train in zip(sizes, fits, training):
+        rows.append({"size": size, "metric": f"validation {metric}", "n_star": optimum_at(val, shared), "compute": shared})
+        for name in TRAIN_METRICS:
+            rows.append({"size": size, "metric": name, "n_star": optimum_at(train["fits"][name], shared), "compute": shared})
+    return pd.DataFrame(rows)

@@ -1,0 +1,229 @@
+"""All fits of one study as JSON: `results/fits/<set>/<study>/fits.json`, and what `isocompute fit` writes.
+
+For one metric and compute measure (`fit_study`): a sigmoid per curve, the frontier inside the measured
+ranges, the optimum x* at every distinct measured compute value, the law of x*(C) where those points hold
+one (judged from the bootstrap of the whole estimator, `isocompute.fits.law`), intervals with the share of
+replicas choosing each x*, and the held-out check of whether the law predicts. `fit_configured_study` does
+this for avg@k, best@k and worst@k of a configured study. Figures and the recommendation read only this JSON.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from isocompute.fits.bootstrap import Replica, resample_evals, residual_replicas
+from isocompute.fits.curves import FitOptions, StudyFit, curve_points, fit_curves, json_records
+from isocompute.fits.forms import FitFailure, OptimumFit, RewardFit, fit_to_json, levels, parameter_intervals
+from isocompute.fits.frontier import Curve, distinct_computes
+from isocompute.fits.holdout import holdout_check
+from isocompute.fits.law import LawVerdict, judge_law
+from isocompute.fits.ties import Ties, bootstrap_ties
+from isocompute.sampling.metrics import metric_names
+from isocompute.study.studies import Study
+
+
+def fit_study(
+    evals: pd.DataFrame,
+    options: FitOptions,
+    min_compute: float = 0.0,
+    frontier_points: int = 60,
+    replicas: Sequence[Replica] = (),
+    holdout_decades: float = 0.0,
+    resamples: int = 0,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The study's fits of one metric in one compute measure, as JSON.
+
+    `replicas` are bootstrap replicas of `evals` from per-problem counts (with the base model's value where it
+    anchors the curves); without them, `resamples` replicas redraw each curve from its own residuals
+    (`bootstrap.residual_replicas`, drawn from `seed`). Each replica refits every curve from the point
+    estimate, takes its own frontier at the same compute points and fits its own law: the intervals, the
+    frontier's band, the share of replicas choosing each optimum and the law's verdict (`law.judge_law`)
+    come from the whole estimator.
+    """
+    by = list(options.by)
+    table = curve_points(evals, options.metric, options.compute, by)
+    table = table[(table[options.compute] > 0) & (table[options.compute] >= min_compute)].reset_index(drop=True)
+    measured = table[options.compute]
+    grid = np.geomspace(measured.min(), measured.max(), frontier_points) if len(measured) else np.array([])
+    at = distinct_computes(measured)
+    point = fit_curves(table, options, grid, at)
+    kind = "problems" if replicas else ("residuals" if resamples else None)
+    if not replicas and resamples:
+        replicas = residual_replicas(table, point.curves, by, options.compute, options.metric, resamples, seed)
+    fitted = [
+        fit_curves(
+            curve_points(r.evals, options.metric, options.compute, by),
+            replace(options, base_reward=r.base[options.metric]) if r.base and options.base_reward is not None else options,
+            grid,
+            at,
+            start=point,
+        )
+        for r in replicas
+    ]
+    computes = point.optimum["compute"].to_numpy()
+    chosen = {column: np.vstack([_at(r.optimum, column, computes) for r in fitted]) for column in by} if fitted else {}
+    ties = {column: bootstrap_ties(point.optimum[column].to_numpy(), chosen[column], column) for column in chosen}
+    verdicts = {
+        column: judge_law(
+            computes,
+            point.optimum[column].to_numpy(),
+            chosen.get(column),
+            [r.laws[column] for r in fitted],
+            column,
+            point.laws[column],
+        )
+        for column in by
+    }
+    result: dict[str, Any] = {
+        "metric": options.metric,
+        "compute": options.compute,
+        "by": by,
+        "points": options.points,
+        "min_compute": min_compute,
+        "base_reward": options.base_reward,
+        "extrapolate": options.extrapolate,
+        "bootstrap": {
+            "resamples": len(fitted),
+            "kind": kind,
+            "seeds_resampled": kind == "problems" and _seeds_resampled(evals, by),
+            "base_resampled": bool(replicas) and replicas[0].base is not None and options.base_reward is not None,
+        },
+        "measured": table.to_dict(orient="records"),
+        "curves": [_curve_json(curve, [r.curves[i].fit for r in fitted], by) for i, curve in enumerate(point.curves)],
+        "frontier": json_records(point.envelope),
+        "optimum_points": _optimum_points(point, chosen, ties),
+        "optimum": {column: _law_json(point, verdicts[column], column) for column in by},
+        "optimum_at_max_compute": (
+            {**{column: int(point.optimum[column].iloc[-1]) for column in by}, "compute": float(point.optimum["compute"].iloc[-1])}
+            if len(point.optimum)
+            else None
+        ),
+        "holdout": holdout_check(table, options, point, holdout_decades) if holdout_decades > 0 else None,
+    }
+    if fitted and len(point.envelope):
+        bands = np.vstack([_on_grid(r.envelope, point.envelope["compute"]) for r in fitted])
+        for row, low, high in zip(result["frontier"], *np.nanpercentile(bands, [2.5, 97.5], axis=0)):
+            row["reward_low"], row["reward_high"] = float(low), float(high)
+    return result
+
+
+def _seeds_resampled(evals: pd.DataFrame, by: Sequence[str]) -> bool:
+    return "seed" in evals and bool(evals.groupby(list(by))["seed"].nunique().max() > 1)
+
+
+def _on_grid(envelope: pd.DataFrame, compute: pd.Series) -> np.ndarray:
+    """A replica's frontier reward at the point estimate's compute values (NaN where it has none)."""
+    return envelope.set_index("compute")["reward"].reindex(compute.to_numpy()).to_numpy(dtype=float)
+
+
+def _failures(fits: Sequence[Any]) -> dict[str, int]:
+    """How many replicas failed, by kind of failure."""
+    return dict(Counter(fit.kind for fit in fits if isinstance(fit, FitFailure)))
+
+
+def _curve_json(curve: Curve, replicas: Sequence[RewardFit | FitFailure], by: Sequence[str]) -> dict[str, Any]:
+    low, high = curve.measured_range
+    entry = {"key": dict(zip(by, curve.key)), "range": [low, high], **fit_to_json(curve.fit)}
+    intervals = parameter_intervals(curve.fit, replicas)
+    intervals.pop("samples", None)
+    entry.update(intervals)
+    if replicas:
+        entry["replicas_failed"] = _failures(replicas)
+    return entry
+
+
+def _law_json(point: StudyFit, verdict: LawVerdict, column: str) -> dict[str, Any]:
+    """The law with its verdict (what it identifies, its agreement, rise and reversal), the levels the
+    frontier's x* passes through, and the replicas' parameters and intervals."""
+    values = point.optimum[column].to_numpy()
+    entry = {**verdict.to_json(), **fit_to_json(verdict.law), "levels": levels(values.tolist())}
+    central = point.laws[column]
+    if isinstance(verdict.law, FitFailure) and isinstance(central, OptimumFit):
+        entry["central"] = asdict(central)
+    entry.update(parameter_intervals(central, verdict.replicas))
+    if verdict.replicas:
+        entry["replicas_failed"] = _failures(verdict.replicas)
+    return entry
+
+
+def _optimum_points(point: StudyFit, chosen: Mapping[str, np.ndarray], ties: Mapping[str, Ties]) -> list[dict[str, Any]]:
+    """The optimum at each distinct measured compute: with a bootstrap, whether it is a tie (with its leaders
+    and why) or resolved, and the share of replicas choosing each value. Information for the reader: every
+    point enters the law."""
+    rows = json_records(point.optimum.drop(columns=["extrapolated"]))
+    for index, row in enumerate(rows):
+        row["resolved"] = {column: bool(tie.resolved[index]) for column, tie in ties.items()} or None
+        row["leaders"] = {column: tie.leaders[index] for column, tie in ties.items()} or None
+        row["tie_reason"] = {column: tie.reasons[index] for column, tie in ties.items()} or None
+        if chosen:
+            row["shares"] = {}
+            for column, matrix in chosen.items():
+                values = matrix[:, index]
+                counts = Counter(values[~np.isnan(values)].astype(int).tolist())
+                total = sum(counts.values())
+                row["shares"][column] = {str(value): counts[value] / total for value in sorted(counts)}
+    return rows
+
+
+def _at(optimum: pd.DataFrame, column: str, compute: np.ndarray) -> np.ndarray:
+    """A replica's optimum at the point estimate's compute values (NaN where it has none)."""
+    return optimum.set_index("compute")[column].reindex(compute).to_numpy(dtype=float)
+
+
+def fit_configured_study(
+    evals: pd.DataFrame,
+    val_counts: pd.DataFrame,
+    base: Mapping[str, float],
+    study: Study,
+    options: Mapping[str, Any],
+    k: int,
+    learning_rate: Mapping[str, Any],
+    seed: int,
+    base_counts: pd.DataFrame | None = None,
+) -> dict[str, Any]:
+    """Fit avg@k, best@k and worst@k of a study in each of its compute measures.
+
+    Every fit is bootstrapped with the same replicas (resamples of problems, seeds and the base model's
+    counts), since each law's verdict comes from its replicas; the headline metric in the study's first
+    compute measure is the fit the recommendation reads. Points below `options["min_compute"]` rollouts are dropped
+    before fitting, so the same checkpoints are left out whichever measure the curve is drawn in.
+    """
+    keep = evals["compute_rollouts"] >= options["min_compute"]
+    evals = evals[keep]
+    counts = val_counts[val_counts["compute_rollouts"] >= options["min_compute"]]
+    replicas = resample_evals(counts, k, options["bootstrap"], seed, study.by, base_counts)
+    headline = (options["metric"], study.compute_measures[0])
+    fits: dict[str, dict[str, Any]] = {}
+    for metric in metric_names(k):
+        fits[metric] = {
+            compute: fit_study(
+                evals,
+                FitOptions(
+                    metric=metric,
+                    compute=compute,
+                    by=tuple(study.by),
+                    base_reward=float(base[metric]) if options["anchor_r0"] else None,
+                    points=options["points"],
+                    record_bin=options["record_bin"],
+                    extrapolate=options["extrapolate"],
+                ),
+                min_compute=options["min_compute"],
+                frontier_points=options["frontier_points"],
+                replicas=replicas,
+                holdout_decades=options["holdout_decades"],
+            )
+            for compute in study.compute_measures
+        }
+    return {
+        "study": {**asdict(study), "name": study.name, "by": study.by, "fixed": study.fixed},
+        "learning_rate": dict(learning_rate),
+        "headline": {"metric": headline[0], "compute": headline[1]},
+        "fits": fits,
+    }

@@ -1,0 +1,93 @@
+"""The compute-optimal frontier: at each compute, the best curve among those measured there.
+
+A curve is a candidate at compute C only inside its measured range, from its first to its last point:
+below its first point the run has not taken a single step, above its last it was never trained, and a
+fitted sigmoid says nothing reliable there. Where a user asks for extrapolation, curves compete outside
+their ranges too and the frontier marks each such value. A curve whose sigmoid could not be fitted still
+competes inside its range with its measured points (interpolated in log C), marked as not fitted, so a
+failed fit never silently removes a curve from the frontier.
+
+The optimum x* is read at the distinct measured compute values (`distinct_computes`), the data of the law
+of x*(C); a dense log grid serves only the drawing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from isocompute.fits.forms import FitFailure, Key, RewardFit
+
+# Compute values closer than this (in decades) are one compute point: runs of different B reach the
+# same log-spaced target with steps of different size, so their checkpoints land a little apart.
+SAME_COMPUTE_DECADES = 0.05
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One curve's measured points (averaged over seeds) and its fit."""
+
+    key: Key
+    compute: np.ndarray
+    reward: np.ndarray
+    fit: RewardFit | FitFailure
+
+    @property
+    def measured_range(self) -> tuple[float, float]:
+        return float(self.compute.min()), float(self.compute.max())
+
+    def values(self, compute: np.ndarray, extrapolate: bool) -> tuple[np.ndarray, np.ndarray]:
+        """The curve's reward at `compute` (NaN where it is no candidate) and where that is extrapolated."""
+        low, high = self.measured_range
+        slack = 10**SAME_COMPUTE_DECADES
+        inside = (compute >= low / slack) & (compute <= high * slack)
+        if isinstance(self.fit, RewardFit):
+            reward = np.asarray(self.fit(compute), dtype=float)
+            usable = inside | extrapolate
+        else:
+            order = np.argsort(self.compute)
+            reward = np.interp(np.log10(compute), np.log10(self.compute[order]), self.reward[order])
+            usable = inside
+        return np.where(usable, reward, np.nan), usable & ~inside
+
+
+def distinct_computes(values: Iterable[float], tolerance: float = SAME_COMPUTE_DECADES) -> np.ndarray:
+    """The distinct compute values: sorted values closer than `tolerance` decades to their neighbour form one
+    group (its geometric mean), so checkpoints of runs with different B near one target are one point."""
+    logs = np.sort(np.log10([v for v in values if v > 0]))
+    groups: list[list[float]] = []
+    for value in logs:
+        if groups and value - groups[-1][-1] < tolerance:
+            groups[-1].append(value)
+        else:
+            groups.append([value])
+    return np.array([10 ** np.mean(group) for group in groups])
+
+
+def frontier(curves: Sequence[Curve], compute: np.ndarray, by: Sequence[str], extrapolate: bool = False) -> pd.DataFrame:
+    """The best candidate at each compute value: its reward, its key, whether it is fitted and extrapolated.
+
+    Ties go to the smallest key (the smaller n first), the cheaper choice per step. Compute values where no
+    curve is a candidate are left out.
+    """
+    columns = ["compute", "reward", *by, "fitted", "extrapolated"]
+    compute = np.asarray(compute, dtype=float)
+    if not curves or not len(compute):
+        return pd.DataFrame(columns=columns)
+    ordered = sorted(curves, key=lambda curve: curve.key)
+    pairs = [curve.values(compute, extrapolate) for curve in ordered]
+    rewards = np.vstack([reward for reward, _ in pairs])
+    outside = np.vstack([flag for _, flag in pairs])
+    has = ~np.isnan(rewards).all(axis=0)
+    best = np.argmax(np.where(np.isnan(rewards), -np.inf, rewards), axis=0)
+    columns_at = np.arange(len(compute))
+    table = pd.DataFrame({"compute": compute, "reward": rewards[best, columns_at]})
+    for position, column in enumerate(by):
+        table[column] = [ordered[index].key[position] for index in best]
+    table["fitted"] = [isinstance(ordered[index].fit, RewardFit) for index in best]
+    table["extrapolated"] = outside[best, columns_at]
+    return table[has].reset_index(drop=True)
+

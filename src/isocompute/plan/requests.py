@@ -1,0 +1,421 @@
+"""`isocompute plan`: the GPU-hours a configuration asks the cluster for, before anything is submitted.
+
+A preset's cost is a product of its grid (how many runs), the per-rule `resources:` of config.yaml (GPUs
+and wall time per job) and the workflow's wiring (difficulty shards, evaluations per run). Rather than
+re-derive any of these, the plan asks Snakemake itself: it dry-runs the workflow through Snakemake's Python
+API, reads every job of the resulting DAG with the resources Snakemake evaluated for it, and sums
+`gpu * runtime / 60` per rule. What the plan reports is therefore exactly what `snakemake --profile slurm`
+would request, including the effect of every overlaid --configfile.
+
+Jobs of `localrules` (and input-only rules such as `all`) run on the submitting host, not under sbatch, so
+they are listed but counted at 0 GPU-hours whatever their resources say. A cluster job that asks for GPUs
+must belong to a rule of `isocompute.study.cluster_rules.CLUSTER_RULES`, the rules `isocompute status` counts:
+the plan refuses any other, so what is planned is what status will count.
+
+An adaptive sweep (`sweep.mode: adaptive`) decides its DAG round by round, so a dry run cannot see past its
+first decision. Its plan is two cases: the worst, every arm to C_max (the same config dry-run as the full
+grid), and the expected, the swept runs' training scaled by the share of the full grid's rollouts that a
+replay of the policy (`isocompute replay`, or a finished sweep's summary.json: the same schema) spent.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from snakemake.api import SnakemakeApi
+from snakemake.exceptions import RuleException
+from snakemake.settings.enums import Quietness
+from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings
+from snakemake_interface_common.exceptions import ApiError, WorkflowError
+
+from isocompute.errors import IsoComputeError
+from isocompute.plan.budget import StepModel, format_needs, run_needs
+from isocompute.study.cluster_rules import CLUSTER_RULES
+from isocompute.study.config import ConfigError
+
+COLUMNS = ["rule", "jobs", "local", "gpus_per_job", "runtime_min", "gpu_hours"]
+
+# What loading a Snakefile with a config can raise for a reason the user can fix: our own config checks
+# (rules/common.smk), Snakemake's workflow and rule errors, a config file that cannot be read.
+USER_ERRORS = (ConfigError, WorkflowError, RuleException, ApiError, OSError)
+
+
+class PlanError(IsoComputeError, ValueError):
+    """The workflow could not be dry-run for these inputs; the message is Snakemake's or the config's."""
+
+
+@dataclass(frozen=True)
+class JobRequest:
+    """What one job of the DAG asks the cluster for: the rule, where it runs, GPUs and minutes."""
+
+    rule: str
+    local: bool
+    gpus: float
+    runtime_min: float
+    run: str | None = None  # the job's {run} wildcard, where it has one
+
+    @property
+    def gpu_hours(self) -> float:
+        """0 for a job on the submit host: it holds no cluster allocation whatever its resources say."""
+        return 0.0 if self.local else self.gpus * self.runtime_min / 60
+
+
+def plan(
+    configfiles: Sequence[str | Path] = (),
+    snakefile: str | Path | None = None,
+    directory: str | Path = ".",
+    pending_only: bool = False,
+) -> pd.DataFrame:
+    """Dry-run the workflow and return one row per rule (in the DAG's order) with its jobs and GPU-hours."""
+    return summarize(dry_run_jobs(configfiles, snakefile, directory, pending_only))
+
+
+def dry_run_jobs(
+    configfiles: Sequence[str | Path] = (),
+    snakefile: str | Path | None = None,
+    directory: str | Path = ".",
+    pending_only: bool = False,
+    overrides: Mapping[str, Any] | None = None,
+) -> list[JobRequest]:
+    """Every job a dry run of the workflow schedules, in topological order, with its evaluated resources.
+
+    By default the whole DAG is planned (`forceall`), so the answer is what a first submission costs and does
+    not depend on which results already sit in `directory`; `pending_only` plans what `snakemake -n` would
+    run now instead. Config files and the Snakefile are resolved against the caller's directory, as
+    `snakemake --directory` does, before Snakemake changes into `directory`; `overrides` are merged over
+    them last, as `snakemake --config` does.
+    """
+    with loaded_workflow(configfiles, snakefile, directory, overrides) as workflow_api:
+        return _dry_run(workflow_api, pending_only)
+
+
+def _dry_run(workflow_api: Any, pending_only: bool) -> list[JobRequest]:
+    """The jobs of a loaded workflow's dry run (see `dry_run_jobs`)."""
+    dag_api = workflow_api.dag(DAGSettings(forceall=not pending_only))
+    dag_api.execute_workflow(executor="dryrun")
+    workflow = _workflow_of(workflow_api)
+    return [_job_request(job, workflow) for job in _toposorted_jobs(workflow.dag)]
+
+
+def plan_report(
+    configfiles: Sequence[str | Path] = (),
+    snakefile: str | Path | None = None,
+    directory: str | Path = ".",
+    replay: str | Path | None = None,
+    step_model: StepModel | None = None,
+    retries: int = 0,
+) -> str:
+    """The whole plan as text: the table of the dry run, or an adaptive sweep's worst and expected cases
+    (its dry run stops at the first decision); with a `step_model`, then what the training runs need
+    (`isocompute.plan.budget`: GPU-hours from step times, attempts of `retries` + 1, checkpoint disk). A full
+    grid's config is loaded once."""
+    with loaded_workflow(configfiles, snakefile, directory) as workflow_api:
+        config = dict(workflow_api._workflow.config)  # parsed with the Snakefile, as in `loaded_config`
+        if not _swept_runs(workflow_api):
+            _refuse_replay_of_full_grid(replay)
+            table = summarize(_dry_run(workflow_api, pending_only=False))
+            return _with_needs(format_table(table), table, config, step_model, retries)
+    sweep = sweep_plan(configfiles, snakefile, directory, replay)
+    assert sweep is not None  # the same config was just found adaptive
+    return _with_needs(format_sweep_plan(sweep), sweep.worst, config, step_model, retries)
+
+
+def _with_needs(
+    text: str, table: pd.DataFrame, config: dict[str, Any], step_model: StepModel | None, retries: int
+) -> str:
+    """The plan's text, followed by the training runs' needs under `step_model` where one is given. An
+    adaptive sweep's are its worst case's: every arm to C_max."""
+    if step_model is None:
+        return text
+    requested = float(table.loc[table["rule"] == TRAINING_RULE, "gpu_hours"].sum())
+    needs = run_needs(config, step_model, retries)
+    heading = f"what the training runs need (retries: {retries})"
+    return f"{text}\n\n{heading}\n{format_needs(needs, step_model, requested)}"
+
+
+def _refuse_replay_of_full_grid(replay: str | Path | None) -> None:
+    """A replay's share scales a sweep's swept training: a config without one has nothing to scale."""
+    if replay is not None:
+        raise PlanError(f"--replay {replay}: the config runs the full grid (sweep.mode is not adaptive)")
+
+
+def _swept_runs(workflow_api: Any) -> set[str]:
+    """The runs an adaptive sweep trains rung by rung: the workflow's own `SWEPT_RUNS` (rules/common.smk;
+    none in a Snakefile without it)."""
+    # Reading `_workflow` parses the Snakefile, as in `loaded_config`.
+    return set(workflow_api._workflow.globals.get("SWEPT_RUNS", ()))
+
+
+@contextmanager
+def loaded_workflow(
+    configfiles: Sequence[str | Path] = (),
+    snakefile: str | Path | None = None,
+    directory: str | Path = ".",
+    overrides: Mapping[str, Any] | None = None,
+) -> Iterator[Any]:
+    """Snakemake's `WorkflowApi` for the workflow with these config files, as `snakemake` would load it.
+
+    Errors the user can fix (a bad config, a missing file, Snakemake's own) become `PlanError`.
+    """
+    missing = [str(path) for path in configfiles if not Path(path).is_file()]
+    if missing:
+        raise PlanError(f"config file(s) not found: {', '.join(missing)}")
+    try:
+        # Quiet, and no log file: the plan is the only output, and a plan leaves no trace in .snakemake/log.
+        output = OutputSettings(quiet={Quietness.ALL}, enable_file_logging=False)
+        with SnakemakeApi(output) as api:
+            yield api.workflow(
+                resource_settings=ResourceSettings(),
+                config_settings=ConfigSettings(
+                    config=dict(overrides or {}), configfiles=[Path(path) for path in configfiles]
+                ),
+                snakefile=Path(snakefile) if snakefile is not None else None,
+                workdir=Path(directory),
+            )
+    except USER_ERRORS as error:
+        raise PlanError(_message(error)) from error
+
+
+def loaded_config(
+    configfiles: Sequence[str | Path] = (),
+    snakefile: str | Path | None = None,
+    directory: str | Path = ".",
+) -> dict[str, Any]:
+    """The config a run of the workflow sees: the Snakefile's own with the config files overlaid, after the
+    workflow's own checks (`rules/common.smk`) passed."""
+    with loaded_workflow(configfiles, snakefile, directory) as workflow_api:
+        # Reading `_workflow` parses the Snakefile (Snakemake 9.27 has no public accessor for its config).
+        return dict(workflow_api._workflow.config)
+
+
+# A run's one training job in the full grid's dry run: its GPU-hours scale with the rollouts it trains on.
+TRAINING_RULE = "train_grpo"
+# The full grid of an adaptive sweep's config: every arm to C_max, each in one training job.
+FULL_GRID = {"sweep": {"mode": "full"}}
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """An adaptive sweep's two cases: the worst (the full grid's jobs) and the expected GPU-hours."""
+
+    worst: pd.DataFrame
+    swept_training_gpu_hours: float  # the worst case's training of the swept runs
+    share: float | None  # of the full grid's rollouts, from `source`; None: no replay given
+    source: str | None
+
+    @property
+    def expected_gpu_hours(self) -> float | None:
+        """The worst case less the swept runs' training the sweep is expected not to do. Evaluation stays
+        at the worst case's: an arm stopped early still evaluates its log-spaced checkpoints up to its stop,
+        a larger share of them than of its rollouts."""
+        if self.share is None:
+            return None
+        return float(self.worst["gpu_hours"].sum()) - (1 - self.share) * self.swept_training_gpu_hours
+
+
+def sweep_plan(
+    configfiles: Sequence[str | Path] = (),
+    snakefile: str | Path | None = None,
+    directory: str | Path = ".",
+    replay: str | Path | None = None,
+) -> SweepPlan | None:
+    """The adaptive sweep's cases (None where the config runs the full grid). The swept runs are the
+    workflow's own (`SWEPT_RUNS` of rules/common.smk); the share is `rollouts_spent / rollouts_full_grid`
+    of `replay`, a replay's output or a finished sweep's summary.json."""
+    with loaded_workflow(configfiles, snakefile, directory) as workflow_api:
+        swept = _swept_runs(workflow_api)
+    if not swept:
+        _refuse_replay_of_full_grid(replay)
+        return None
+    worst = dry_run_jobs(configfiles, snakefile, directory, overrides=FULL_GRID)
+    training = sum(job.gpu_hours for job in worst if job.rule == TRAINING_RULE and job.run in swept)
+    share = None if replay is None else replay_share(replay)
+    return SweepPlan(summarize(worst), training, share, None if replay is None else str(replay))
+
+
+def replay_share(path: str | Path) -> float:
+    """The share of the full grid's rollouts a replay (or a sweep's summary.json) spent, checked."""
+    try:
+        record = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise PlanError(f"--replay {path}: cannot read it as JSON ({error})") from None
+    missing = [key for key in ("rollouts_spent", "rollouts_full_grid") if key not in record]
+    if missing:
+        raise PlanError(
+            f"--replay {path}: missing {missing} (the output of `isocompute replay` or a sweep's summary.json)"
+        )
+    spent, full = float(record["rollouts_spent"]), float(record["rollouts_full_grid"])
+    if not (0 < full and 0 <= spent <= full):
+        raise PlanError(
+            f"--replay {path}: rollouts_spent={spent:g} must lie in [0, rollouts_full_grid={full:g}]"
+        )
+    return spent / full
+
+
+def format_sweep_plan(sweep: SweepPlan) -> str:
+    """The worst case's table, then the expected case with where its share came from."""
+    lines = [
+        "adaptive sweep, worst case: every arm to C_max (the full grid's jobs)",
+        format_table(sweep.worst),
+    ]
+    expected = sweep.expected_gpu_hours
+    if expected is None:
+        lines.append(
+            "expected case: not known; give --replay REPLAY.json (`isocompute replay` on a complete table "
+            "like this study's, or a finished sweep's summary.json)"
+        )
+    else:
+        lines.append(
+            f"expected case: {expected:,.1f} GPU-hours: the swept runs' training "
+            f"({sweep.swept_training_gpu_hours:,.1f} GPU-hours) x {sweep.share:.0%}, the share of the full "
+            f"grid's rollouts spent in {sweep.source}; evaluation and the rest as in the worst case"
+        )
+    return "\n".join(lines)
+
+
+def summarize(jobs: Iterable[JobRequest]) -> pd.DataFrame:
+    """One row per rule: jobs, whether it runs locally, the most GPUs and minutes one job asks, GPU-hours.
+
+    GPU-hours are summed over the rule's jobs rather than taken as jobs x maximum, so a rule whose jobs ask
+    different resources (a resources callable of the wildcards) is still counted exactly.
+    """
+    rows: dict[str, dict[str, Any]] = {}
+    for job in jobs:
+        row = rows.setdefault(
+            job.rule,
+            {
+                "rule": job.rule,
+                "jobs": 0,
+                "local": job.local,
+                "gpus_per_job": 0.0,
+                "runtime_min": 0.0,
+                "gpu_hours": 0.0,
+            },
+        )
+        row["jobs"] += 1
+        row["gpus_per_job"] = max(row["gpus_per_job"], 0.0 if job.local else job.gpus)
+        row["runtime_min"] = max(row["runtime_min"], job.runtime_min)
+        row["gpu_hours"] += job.gpu_hours
+    table = pd.DataFrame(list(rows.values()), columns=COLUMNS)
+    return table.astype(
+        {"jobs": int, "local": bool, "gpus_per_job": float, "runtime_min": float, "gpu_hours": float}
+    )
+
+
+def format_table(table: pd.DataFrame) -> str:
+    """The plan as a plain-text table with a total line, for a terminal or a submission note."""
+    header = ["rule", "jobs", "where", "gpus/job", "runtime/job (min)", "GPU-hours"]
+    lines = [
+        [
+            str(r.rule),
+            str(r.jobs),
+            "local" if r.local else "cluster",
+            _count(r.gpus_per_job),
+            _count(r.runtime_min),
+            f"{r.gpu_hours:,.1f}",
+        ]
+        for r in table.itertuples()
+    ]
+    total = ["total", str(int(table["jobs"].sum())), "", "", "", f"{table['gpu_hours'].sum():,.1f}"]
+    widths = [max(len(line[i]) for line in [header, *lines, total]) for i in range(len(header))]
+
+    def render(cells: list[str]) -> str:
+        # The rule and where columns read left to right; the numbers line up on the right.
+        return "  ".join(
+            cell.ljust(width) if i in (0, 2) else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(cells, widths))
+        ).rstrip()
+
+    divider = "  ".join("-" * width for width in widths)
+    return "\n".join([render(header), divider, *map(render, lines), divider, render(total)])
+
+
+def _workflow_of(workflow_api: Any) -> Any:
+    """The `Workflow` behind a `WorkflowApi`, which holds the DAG after `execute_workflow`.
+
+    Snakemake 9.27's `DAGApi.execute_workflow` returns nothing, and the DAG it built is reachable only as
+    `WorkflowApi._workflow.dag`; this is the one place the plan reaches past the public API, so a Snakemake
+    upgrade that moves it fails here with a clear message (and in tests/test_plan.py).
+    """
+    workflow = getattr(workflow_api, "_workflow", None)
+    if workflow is None or getattr(workflow, "dag", None) is None:
+        raise PlanError("this Snakemake version does not expose the dry-run DAG (WorkflowApi._workflow.dag)")
+    return workflow
+
+
+def _toposorted_jobs(dag: Any) -> list[Any]:
+    """The jobs a dry run scheduled (finished in the dry run or not), upstream first, then by name.
+
+    The dry run marks each job finished as it "runs" it, so finished jobs are kept; the order is the one of
+    Snakemake's own job-stats table, which a user compares the plan with.
+    """
+    jobs = set(dag.needrun_jobs(exclude_finished=False))
+    return [job for level in dag.toposorted(jobs) for job in sorted(level, key=str)]
+
+
+def _job_request(job: Any, workflow: Any) -> JobRequest:
+    """A job's rule, placement and the GPUs and runtime Snakemake evaluated for it; a cluster job holding
+    GPUs for a rule that `isocompute status` would not count is refused."""
+    rule = job.rule.name
+    resources = job.resources
+    request = JobRequest(
+        rule=rule,
+        local=_runs_on_submit_host(job.rule, workflow),
+        gpus=_number(resources.get("gpu", 0), rule, "gpu"),
+        runtime_min=_number(resources.get("runtime", 0), rule, "runtime"),
+        run=job.wildcards_dict.get("run"),
+    )
+    if request.gpus and not request.local and rule not in CLUSTER_RULES:
+        raise PlanError(
+            f"rule {rule} asks for {request.gpus:g} GPU(s) but is not in isocompute.study.cluster_rules.CLUSTER_RULES, "
+            f"so `isocompute status` would not count its GPU-hours: add it there"
+        )
+    return request
+
+
+def _runs_on_submit_host(rule: Any, workflow: Any) -> bool:
+    """Whether a cluster executor would run the rule's jobs locally.
+
+    The dry run uses a local executor, for which Snakemake calls every job local (`job.is_local`), so this
+    applies the rule `Workflow.is_local` uses for a cluster executor: an ungrouped rule that is a localrule,
+    has no run/shell/script (`all`), or is a template-engine rule.
+    """
+    localrules = getattr(workflow, "_localrules", set())
+    return rule.group is None and (
+        rule.name in localrules or bool(rule.norun) or bool(rule.is_template_engine)
+    )
+
+
+def _number(value: Any, rule: str, resource: str) -> float:
+    """A resource as a number; one Snakemake could not evaluate in a dry run (<TBD>) cannot be planned."""
+    if value is None:
+        return 0.0
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise PlanError(f"rule {rule}: resource {resource}={value!r} is not a number in a dry run") from None
+    if math.isnan(number) or number < 0:
+        raise PlanError(f"rule {rule}: resource {resource}={value!r} is not a count")
+    return number
+
+
+def _count(value: float) -> str:
+    """A count of GPUs or minutes without a needless `.0`; `-` for none."""
+    if value == 0:
+        return "-"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+
+
+def _message(error: BaseException) -> str:
+    """The error's own message, prefixed with its type where that says which check failed."""
+    text = str(error).strip() or type(error).__name__
+    if isinstance(error, ConfigError):
+        return text
+    return f"{type(error).__name__}: {text}"

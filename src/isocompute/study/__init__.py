@@ -1,0 +1,1 @@
+"""What a study is: the validated config and its typed settings, the grid of runs, the three studies (questions) and their names, the settings added by upgrades, the input checks, the results layout and `isocompute status`."""

@@ -1,0 +1,132 @@
+"""The study's three questions, each a set of runs and the hyperparameters its curves are keyed by.
+
+1. `fixed_b_problem` (paper Figs. 5-7): B_problem fixed, n traded against M; curves keyed by n.
+2. `fixed_batch` (Figs. 8, 9): B = B_problem * n fixed, B_problem traded against n as M grows; curves keyed by
+   (B_problem, n), compute measured in steps M.
+3. `joint` (Figs. 10, 11): all three free; curves keyed by (B_problem, n).
+Runs are keyed by their hyperparameters, not by the question, so a run serving two studies trains once.
+Each question is asked of the runs on their problem set's own recipe and the default learning rate
+only: the recipe ablations (`isocompute.study.recipe_ablations`) share the grid but enter none of these fits.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from isocompute.errors import IsoComputeError
+from isocompute.study.grid import GridPoint
+
+COMPUTE_MEASURES = ("compute_rollouts", "compute_tokens")
+
+# Each figure of the paper: the kind of study it is drawn for ("set": one per problem set, "study": one per
+# study of any kind), and what it shows.
+FIGURES: dict[str, tuple[str, str]] = {
+    "fig05_frontier": ("fixed_b_problem", "paper Fig. 5: reward vs compute per n, frontier coloured by n*"),
+    "fig06_nstar": ("fixed_b_problem", "paper Fig. 6: compute-optimal n* vs compute with its sigmoid fit"),
+    "fig07_nstar_by_metric": ("set", "paper Fig. 7: n* at the largest compute for avg@4, best@4, worst@4"),
+    "fig08_fixed_batch_optimum": ("fixed_batch", "paper Fig. 8: n*(M) and B_problem*(M) at fixed B"),
+    "fig09_sensitivity": ("set", "paper Fig. 9: final reward vs B_problem at fixed n and vs n at fixed B_problem"),
+    "fig10_joint_frontier": ("joint", "paper Fig. 10: global frontier annotated with (B_problem, n)"),
+    "fig11_joint_optimum": ("joint", "paper Fig. 11: n*(C) and B_problem*(C) on the global frontier"),
+    "fig12_train_pass_rates": ("fixed_b_problem", "paper Fig. 12: training pass-rate distribution over training"),
+    "fig23_token_compute": ("fixed_b_problem", "paper Fig. 23: n*(C) with compute in rollouts and in tokens"),
+    "fig_extrapolation": ("study", "does the law predict? refitted without the top compute, against what it left out"),
+    # One per ablation study ("ablation": every one; otherwise of that kind, `isocompute.study.recipe_ablations.KINDS`).
+    "fig03_training_health": ("ablation", "paper Fig. 3: training reward, entropy, KL, length, zero-std share per run"),
+    "fig04_learning_rate": ("learning_rate", "paper Fig. 4: the lr_base anchor sweep, reward per learning-rate rule"),
+    "fig22_decoupled_baseline": ("decoupled_baseline", "paper Fig. 22: n, a larger n and the decoupled baseline"),
+}
+# The data ablations' figures (`isocompute.fits.data_ablation`): Fig. 14 per size sweep, Fig. 15 over the mixtures, Fig. 20 per pass@k set.
+DATA_FIGURES = {
+    "fig14_train_vs_val": "paper Fig. 14: training reward and training pass rate beside validation, n* vs set size",
+    "fig15_mixtures": "paper Fig. 15: frontier and n*(C) of each Easy/Hard mixture beside the pure sets",
+    "fig20_extremely_hard": "paper Fig. 20: best@k and worst@k frontiers and n*(C) on the extremely hard set",
+    "fig21_out_of_domain": "paper Fig. 21: frontier and n*(C) on an out-of-domain table beside each set's own validation",
+}
+_NAME = re.compile(r"^(?:bp(?P<b_problem>\d+)|batch(?P<batch>\d+)|joint)$")
+
+
+class StudyError(IsoComputeError, ValueError):
+    """A configured study without enough runs; names the config key."""
+
+
+@dataclass(frozen=True)
+class Study:
+    """One question asked of one problem set."""
+
+    problem_set: str
+    kind: str
+    value: int | None = None
+
+    @property
+    def name(self) -> str:
+        """The study's folder under results/fits and results/figures."""
+        return {"fixed_b_problem": f"bp{self.value}", "fixed_batch": f"batch{self.value}", "joint": "joint"}[self.kind]
+
+    @property
+    def by(self) -> list[str]:
+        """The hyperparameters a curve is keyed by; the frontier's optimum is fitted for each."""
+        return ["n"] if self.kind == "fixed_b_problem" else ["b_problem", "n"]
+
+    @property
+    def compute_measures(self) -> tuple[str, ...]:
+        """At fixed B compute is proportional to the steps M, which is what that question varies."""
+        return ("step",) if self.kind == "fixed_batch" else COMPUTE_MEASURES
+
+    @property
+    def fixed(self) -> dict[str, int]:
+        """What the study holds constant, for the fits' JSON and the recommendation."""
+        if self.kind == "fixed_b_problem":
+            return {"b_problem": int(self.value)}
+        if self.kind == "fixed_batch":
+            return {"batch": int(self.value)}
+        return {}
+
+    def runs(self, points: Iterable[GridPoint]) -> list[GridPoint]:
+        """The grid points this study fits: its set's runs on the default recipe and learning rate."""
+        mine = [p for p in points if p.problem_set == self.problem_set and p.is_default]
+        if self.kind == "fixed_b_problem":
+            return [p for p in mine if p.b_problem == self.value]
+        if self.kind == "fixed_batch":
+            return [p for p in mine if p.batch == self.value]
+        return mine
+
+
+def parse_study(problem_set: str, name: str) -> Study:
+    """The study a results folder name stands for."""
+    match = _NAME.match(name)
+    if match is None:
+        raise StudyError(f"{name!r} is not a study name (bp<B_problem>, batch<B> or joint)")
+    if match["b_problem"]:
+        return Study(problem_set, "fixed_b_problem", int(match["b_problem"]))
+    if match["batch"]:
+        return Study(problem_set, "fixed_batch", int(match["batch"]))
+    return Study(problem_set, "joint")
+
+
+def configured_studies(studies: Mapping[str, Any], points: list[GridPoint]) -> list[Study]:
+    """Every study the config asks for, on each problem set where the grid has its runs.
+
+    A study with runs on a set needs at least two curves there; a set without its runs is skipped, and so
+    is the joint study of a set whose runs share one B_problem (it would repeat that fixed-B_problem study).
+    """
+    result = []
+    for problem_set in sorted({p.problem_set for p in points}):
+        wanted = [Study(problem_set, "fixed_b_problem", v) for v in studies.get("fixed_b_problem", [])]
+        wanted += [Study(problem_set, "fixed_batch", v) for v in studies.get("fixed_batch", [])]
+        joint = Study(problem_set, "joint")
+        if studies.get("joint") and len({p.b_problem for p in joint.runs(points)}) > 1:
+            wanted.append(joint)
+        for study in wanted:
+            curves = {(p.b_problem, p.n) for p in study.runs(points)}
+            if len(curves) == 1:
+                raise StudyError(
+                    f"studies.{study.kind}: {study.name} on {problem_set} has one curve in the grid; "
+                    f"a frontier needs at least two (add grid points or remove the study)"
+                )
+            if curves:
+                result.append(study)
+    return result

@@ -1,0 +1,1 @@
+"""GRPO training of one grid point with TRL: the trainer and its recipe, launching it on the job's devices, checkpoints, progress, the run lock, the time limit, tracking, selective GRPO and length-grouped micro-batches."""
