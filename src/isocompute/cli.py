@@ -3,11 +3,11 @@
     isocompute fit EVALS --metric avg@4 --by n --compute rollouts --out FITS.json
     isocompute recommend FITS.json --compute 1e6
     isocompute compare RESULTS_DIR RESULTS_DIR ... --out DIR
-    isocompute replay EVALS --counts COUNTS --out REPLAY.json   (the adaptive sweep, docs/adaptive-sweep.md)
+    isocompute replay EVALS --counts COUNTS --out REPLAY.json   (the adaptive sweep, docs/reference/adaptive-sweep.md)
 
 EVALS is a CSV or parquet with at least the columns `run`, `n`, `b_problem`, `step`, `compute_rollouts`,
 `compute_tokens` and the metric (`results/evaluation/evals.csv` is one). FITS.json has the schema of the
-pipeline's `results/fits/<set>/<study>/fits.json` (docs/fits.md, "Fits JSON").
+pipeline's `results/fits/<set>/<study>/fits.json` (docs/reference/fits.md, "Fits JSON").
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def parser() -> argparse.ArgumentParser:
     side.add_argument("results_dirs", nargs="+", metavar="RESULTS_DIR", help="results trees (each with fits/)")
     side.add_argument("--out", required=True, help="folder for the figures")
     side.add_argument("--metric", help="default: each file's headline metric")
-    simulated = commands.add_parser("simulate", help="the simulated policy's study, fits and phase diagram (docs/mechanism.md)")
+    simulated = commands.add_parser("simulate", help="the simulated policy's study, fits and phase diagram (docs/log/simulated-policy.md)")
     simulated.add_argument("preset", help="a simulated-policy preset, e.g. config/presets/simulated.yaml")
     simulated.add_argument("--workers", type=int, default=1, help="processes training (B_problem, n) groups")
     simulated.add_argument("--no-fit", action="store_true", help="write the tables only")
@@ -235,7 +235,7 @@ def add_workflow_arguments(sub: argparse.ArgumentParser) -> None:
 
 
 def add_probe_parser(commands: argparse._SubParsersAction) -> None:
-    """`isocompute probe`: gradient interference between training problems of a saved model (docs/embedded-study.md)."""
+    """`isocompute probe`: gradient interference between training problems of a saved model (docs/log/headline-search.md)."""
     probing = commands.add_parser("probe", help="interference between training problems: gradient cosines, one-step changes")
     probing.add_argument("model", help="a saved model (a `from_pretrained` path or hub id)")
     probing.add_argument("sets", nargs="+", metavar="NAME=TABLE", help="problem tables (id, prompt, answer) by name")
