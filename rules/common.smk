@@ -118,7 +118,7 @@ def run_params(wildcards):
 def settings_of(block):
     """A config block as a job's params, less its layout (`config.params_form`: the script reads that from
     the config) and the fields an upgrade added at their neutral value: neither reruns a finished job
-    (`isocompute.study.upgrades`, docs/upgrading.md)."""
+    (`isocompute.study.upgrades`, docs/guide/upgrading.md)."""
     return upgrades.without_added(study_config.params_form(config[block], block), block)
 
 

@@ -1,5 +1,5 @@
 # Stage 5-6 of an adaptive sweep (sweep.mode: adaptive): the fixed-B_problem studies' arms trained and
-# evaluated rung by rung, one decision per round (docs/adaptive-sweep.md). A swept run ends under its own
+# evaluated rung by rung, one decision per round (docs/reference/adaptive-sweep.md). A swept run ends under its own
 # names (finish_sweep_run), so fits, figures and diagnostics read it as a run of the full grid.
 
 

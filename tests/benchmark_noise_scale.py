@@ -1,5 +1,5 @@
 """How wide is the noise scale's interval for a given number of groups? (issue 30, step 1: choose the
-number of groups by measuring the interval's width against it; docs/noise-scale.md has the figures.)
+number of groups by measuring the interval's width against it; docs/log/noise-scale.md has the figures.)
 
 A benchmark, not a test: `python tests/benchmark_noise_scale.py tiny` or `... simulated`.
 

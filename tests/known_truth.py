@@ -38,7 +38,7 @@ B_PROBLEM = 32
 R0 = 0.1
 PROBLEMS = 300
 K = 4
-# The paper's Easy law at B_problem = 32 (docs/recipe-and-fits.md): log2 n* = 6.09 / (1 + exp(-4.75 (log10 C - 5.84))) + 2.73.
+# The paper's Easy law at B_problem = 32 (docs/reference/recipe.md): log2 n* = 6.09 / (1 + exp(-4.75 (log10 C - 5.84))) + 2.73.
 PAPER_EASY = (6.09, 4.75, 5.84, 2.73)
 
 

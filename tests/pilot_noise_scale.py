@@ -1,4 +1,4 @@
-"""Pilot 1 of docs/noise-scale.md: does the n minimizing B(n) at a run's checkpoints find the frontier's n*?
+"""Pilot 1 of docs/log/noise-scale.md: does the n minimizing B(n) at a run's checkpoints find the frontier's n*?
 
 A pilot script, not a test: `python tests/pilot_noise_scale.py [--estimate LEVELS] [--groups N]`.
 The simulated policy's Easy preset (config/presets/simulated.yaml): its run (B_problem 16, n = 8, seed 0)
@@ -6,7 +6,7 @@ is retrained as `isocompute simulate` trains it (`simulated_study.train_group`'s
 features and generator seeds), one replica per interference level, and stopped at its checkpoints. At
 each one: the exact B(n) for every n of the grid (question A) and, for `--estimate` levels, B(n) from
 `--groups` sampled groups with its interval (question B). The frontier's n* is pilot 1's phase diagram
-in docs/mechanism.md (training avg@4), copied here verbatim.
+in docs/log/simulated-policy.md (training avg@4), copied here verbatim.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from isocompute.study.grid import checkpoint_steps
 
 PRESET = "config/presets/simulated.yaml"
 B_PROBLEM, N, SEED = 16, 8, 0
-# docs/mechanism.md, pilot 1's phase diagram (training avg@4; "?" unresolved by the bootstrap), verbatim.
+# docs/log/simulated-policy.md, pilot 1's phase diagram (training avg@4; "?" unresolved by the bootstrap), verbatim.
 COMPUTE = [512, 1.02e3, 2.07e3, 4.18e3, 8.44e3, 1.73e4, 3.52e4, 7.16e4, 1.45e5, 2.94e5, 5.95e5, 1.2e6, 2.44e6,
            4.94e6, 1e7]  # fmt: skip
 FRONTIER = {

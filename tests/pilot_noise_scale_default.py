@@ -1,4 +1,4 @@
-"""Pilot 1 of docs/noise-scale.md, the default's half: does argmin B(n) along one trained run find the frontier's n*?
+"""Pilot 1 of docs/log/noise-scale.md, the default's half: does argmin B(n) along one trained run find the frontier's n*?
 
 A pilot script, not a test: `python tests/pilot_noise_scale_default.py RESULTS [--study easy] [--run RUN]
 [--groups N] [--jobs J]`, RESULTS a finished default study's results folder (its `train/`, `problem_sets/`,

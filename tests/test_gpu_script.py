@@ -1,5 +1,5 @@
 """tests/gpu/check.sh, the prepared script of the checks that need CUDA (no GPU here: see
-docs/running-at-scale.md): it passes shellcheck, says plainly that it checked nothing without a GPU, and
+docs/guide/running-at-scale.md): it passes shellcheck, says plainly that it checked nothing without a GPU, and
 its GRPO and sampler checks run on the CPU when allowed to, so the script itself is known to work up to
 the device."""
 

@@ -264,7 +264,7 @@ def test_the_two_arms_differ_only_in_the_dial_and_the_results_root() -> None:
 
 
 def test_design_d2_arms_differ_only_in_the_width_and_the_results_root() -> None:
-    """Design D2's dial is the width of the built-in model (section 20 of docs/embedded-study.md): the
+    """Design D2's dial is the width of the built-in model (section 20 of docs/log/headline-search.md): the
     control keeps the default's width, so its pre-training and pool are those of a default-width model."""
     arm, control = yaml.safe_load(ALIASED.read_text()), yaml.safe_load(ALIASED_CONTROL.read_text())
     assert "control" in control["results_root"] and "control" not in arm["results_root"]
@@ -286,7 +286,7 @@ def test_design_d2_arms_differ_only_in_the_width_and_the_results_root() -> None:
 
 
 def test_rare_success_presets_are_d1s_with_only_the_hard_label_accuracy_changed() -> None:
-    """Section 21 of docs/embedded-study.md: a separately named D1 setting, so D1's presets stay as they
+    """Section 21 of docs/log/headline-search.md: a separately named D1 setting, so D1's presets stay as they
     were and the rare-success arms differ from them, and from each other, in one key each."""
     pairs = [(ARM, RARE, 0.6), (CONTROL, RARE_CONTROL, 0.1)]
     for d1_path, rare_path, rho in pairs:
@@ -304,7 +304,7 @@ def test_rare_success_presets_are_d1s_with_only_the_hard_label_accuracy_changed(
 
 
 def test_multidigit_presets_are_d1s_with_three_digit_answers() -> None:
-    """Design D3 (section 22 of docs/embedded-study.md): D1's presets with `answer_digits: 3` and room for
+    """Design D3 (section 22 of docs/log/headline-search.md): D1's presets with `answer_digits: 3` and room for
     three digits and eos; its two arms differ from each other in rho and the results root only."""
     pairs = [(ARM, MULTIDIGIT, 0.6), (CONTROL, MULTIDIGIT_CONTROL, 0.1)]
     for d1_path, multidigit_path, rho in pairs:

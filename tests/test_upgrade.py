@@ -1,5 +1,5 @@
 """A study survives its own upgrades: code edits and added settings rerun nothing it finished, a change of
-a run's math reruns exactly that run and what depends on it (docs/upgrading.md)."""
+a run's math reruns exactly that run and what depends on it (docs/guide/upgrading.md)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@
 # TRL GRPO steps in bf16 with the project's own small model, the transformers sampler on the GPU, and,
 # where vllm / deepspeed are installed (pip install -e '.[vllm,deepspeed]'), TRL's colocated vLLM,
 # DeepSpeed ZeRO-3, and both together on 2 ranks (the paper preset's layout; needs 2 GPUs). Each check prints PASS, SKIP (with why) or FAIL; the script exits 1 if any failed,
-# 77 if no CUDA device is visible (nothing checked), else 0. Record its output in docs/running-at-scale.md.
+# 77 if no CUDA device is visible (nothing checked), else 0. Record its output in docs/guide/running-at-scale.md.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 workdir="${1:-$(mktemp -d -t isocompute-gpu-XXXXXX)}"

@@ -26,7 +26,7 @@ class SweepError(IsoComputeError, ValueError):
 class SweepSettings:
     """The `sweep` block: rung spacing, the steps an arm runs before it may stop, the audit's extra rungs.
 
-    Rungs 2x apart by default: on the known-truth replays (docs/adaptive-sweep.md) they never spent more
+    Rungs 2x apart by default: on the known-truth replays (docs/log/adaptive-sweep-measurements.md) they never spent more
     than 4x, met the 60 % target on every paper-like seed (4x: two of three) and kept the full grid's
     verdict on all 33 replays, for twice the rounds."""
 

@@ -4,11 +4,11 @@
     isocompute fit EVALS --metric avg@4 --by n --compute rollouts --out FITS.json
     isocompute recommend FITS.json --compute 1e6
     isocompute compare RESULTS_DIR RESULTS_DIR ... --out DIR
-    isocompute replay EVALS --counts COUNTS --out REPLAY.json   (the adaptive sweep, docs/adaptive-sweep.md)
+    isocompute replay EVALS --counts COUNTS --out REPLAY.json   (the adaptive sweep, docs/reference/adaptive-sweep.md)
 
 EVALS is a CSV or parquet with at least the columns `run`, `n`, `b_problem`, `step`, `compute_rollouts`,
 `compute_tokens` and the metric (`results/evaluation/evals.csv` is one). FITS.json has the schema of the
-pipeline's `results/fits/<set>/<study>/fits.json` (docs/fits.md, "Fits JSON").
+pipeline's `results/fits/<set>/<study>/fits.json` (docs/reference/fits.md, "Fits JSON").
 """
 
 from __future__ import annotations

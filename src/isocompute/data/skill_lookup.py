@@ -1,11 +1,11 @@
 """The skill-lookup task: problems that share no algorithm, with one dial for interference between them.
 
 Addition is one shared algorithm, so an update on one sum helps the others and n barely matters there
-(docs/embedded-study.md). The paper blames large n winning on interference across problems: skills that
+(docs/log/headline-search.md). The paper blames large n winning on interference across problems: skills that
 do not transfer, whose updates still meet in shared parameters. Here each problem is a lookup: the prompt
 is a skill's 3-digit code, 2 distractor digits and `=`; the answer is the skill's one digit. Skills share
 nothing but the model, so one can only move another through a shared preference for a digit, and that is
-the dial (design D1, docs/embedded-study.md): an Easy skill's answer is the default digit `0` with
+the dial (design D1, docs/log/headline-search.md): an Easy skill's answer is the default digit `0` with
 probability `default_share` (rho), and every Hard skill's pre-trained wrong answer (its decoy) is that
 same `0`. Each Easy success on `0` then pushes the Hard skills towards their decoy; at rho = 0.1 (the
 control) Easy successes rarely land on `0`.
@@ -17,7 +17,7 @@ so the Easy and Hard buckets of the base model's avg@16 fill from their own skil
 skill with `variants` distractors; the validation reserve (a seeded share of the pool) then holds held-out
 distractor variants of the same skills, as the pipeline's reserve already does for any pool.
 
-Multi-digit answers (design D3, docs/embedded-study.md, section 22; `answer_digits`, default 1): a Hard
+Multi-digit answers (design D3, docs/log/headline-search.md, section 22; `answer_digits`, default 1): a Hard
 success needs every digit of the skill's answer at once, and a near-miss (some digits right) is no success
 under the exact-match checker, so Hard successes are rare and the partial knowledge a policy has earns no
 reward; and a policy that knows nothing about a Hard skill but "not the default" scores (1/9)^k on it

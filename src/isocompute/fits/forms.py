@@ -1,6 +1,6 @@
 """The two fitted forms of the study, and what their data identify.
 
-Forms (docs/recipe-and-fits.md): per curve, R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B) with B > 0
+Forms (docs/reference/recipe.md): per curve, R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B) with B > 0
 (ScaleRL's, monotone by construction), fitted in log C; for the optimum along the frontier,
 log2 x* = L / (1 + exp(-k (log10 C - log10 C0))) + b (x* = n* or B_problem*; L < 0 is a falling optimum).
 

@@ -1,4 +1,4 @@
-"""GRPO's per-rollout gradient noise scale B(n), and the group size it predicts (issue 30; docs/noise-scale.md).
+"""GRPO's per-rollout gradient noise scale B(n), and the group size it predicts (issue 30; docs/log/noise-scale.md).
 
 At group size n, each problem's group gradient g_i(n) (the gradient of TRL's loss on that one group of n
 rollouts) has a mean G_n and a covariance Sigma_n over problems and rollouts. A step on B_problem groups
@@ -20,7 +20,7 @@ From N groups (rows x_i, i.i.d.: each a problem drawn at random and its n rollou
   interval is the pivotal one, around the resampled population's own 1 / B = |m|^2 / (n S (N - 1) / N):
   a resample's unbiased signal is centred on |m|^2, not on |m|^2 - S / N, so the plain percentile interval
   sits too high in signal and covered the simulator's exact B(n) in 42-77 % of samples where 90 % was
-  asked (300 or 100 groups; the pivotal one: 92-96 %, docs/noise-scale.md).
+  asked (300 or 100 groups; the pivotal one: 92-96 %, docs/log/noise-scale.md).
 Everything is a function of the groups' Gram matrix X X^T, so the bootstrap costs N^2 per replica whatever
 the number of parameters. Adam's view (the step is P g with P = 1 / (sqrt(v) + eps)) is the same
 estimate on the rows x_i * P (`isocompute.mechanism.probe.preconditioner` gives P from a checkpoint's

@@ -28,7 +28,7 @@ CATALOGUE: list[tuple[str, str]] = [
     ("problem_sets/*/train.parquet", "a problem set's training problems with their base-model avg@16"),
     ("problem_sets/*/val.parquet", "a problem set's held-out validation problems"),
     ("train/*/*/run_settings.json", "the settings a run was trained with (a changed computation restarts it)"),
-    ("train/*/*/superseded-*/*", "checkpoints a run set aside when its settings changed, and why (docs/upgrading.md)"),
+    ("train/*/*/superseded-*/*", "checkpoints a run set aside when its settings changed, and why (docs/guide/upgrading.md)"),
     ("train/*/*/job.json", "a launched run's job: what every `accelerate launch` rank reads, with its resume point"),
     ("train/*/*/train_log.parquet", "per optimizer step: reward, entropy, KL, response length, lr, compute"),
     ("train/*/*/checkpoints.json", "the run's checkpoints with the compute (rollouts, tokens) at each"),

@@ -109,7 +109,7 @@ def pretraining_settings(config: Config) -> dict[str, Any]:
 def pool_params(config: Config) -> dict[str, Any]:
     """The pool rule's params: the task's block, the seed, and the task's name unless it is addition, whose
     params keep the form they had before a second task existed, so that no finished study's pool (and so
-    none of its runs) reruns (docs/upgrading.md). Read the name back with `pool_source`."""
+    none of its runs) reruns (docs/guide/upgrading.md). Read the name back with `pool_source`."""
     source = config["problems"]["source"]
     params = {"task": config["problems"][source], "seed": config["seed"]}
     return params if source == ADDITION else {**params, "source": source}
@@ -351,7 +351,7 @@ TRACKER_PACKAGES = {
 VLLM_RECIPE_KEYS = ("mode", "importance_sampling", "importance_sampling_cap")
 # The keys of `generation` that lay a sampler out without changing what it samples. Not `batch_size`: the
 # transformers sampler draws one random stream across its generate calls, so another batch size samples
-# other completions where it splits the prompts differently (docs/upgrading.md).
+# other completions where it splits the prompts differently (docs/guide/upgrading.md).
 GENERATION_LAYOUT_KEYS = ("tensor_parallel_size", "vllm_engine_kwargs")
 
 

@@ -9,7 +9,7 @@ existed. Registered in `ADDED_SETTINGS` with that value, the field is left out o
 holds that value; any other value is a change like any other, and reruns what it changes.
 
 Fields present when a study started are never left out, so the stored params of a running study keep
-their form: a field goes into `ADDED_SETTINGS` only in the change that adds it (docs/upgrading.md). For
+their form: a field goes into `ADDED_SETTINGS` only in the change that adds it (docs/guide/upgrading.md). For
 the same reason the layout fields that were params when layout left them (`config.is_layout`) stay in the
 params at a frozen value, in their stored place (`FROZEN_LAYOUT`, `with_frozen_layout`).
 """

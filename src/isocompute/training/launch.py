@@ -117,7 +117,7 @@ def check_world_size(resume: str | None, launch: LaunchSpec) -> None:
         f"training.processes: {saved['world_size']} (and resources.train_grpo.gpu to match), or move "
         "the run's checkpoint-* folders aside to train it afresh on this count. DeepSpeed's ds_to_universal "
         "converts a ZeRO checkpoint for another world size, but this pipeline does not resume from a "
-        "universal checkpoint (docs/running-at-scale.md)."
+        "universal checkpoint (docs/guide/running-at-scale.md)."
     )
 
 

@@ -10,7 +10,7 @@ the study's compute_max and saves at compute points spaced evenly in log C, so o
 reward-vs-compute curve. A run resumes from its last checkpoint when its job is restarted (on any number
 of devices, but under DeepSpeed on the number it saved at), goes on from it when only its compute_max
 changed, and starts afresh, its old checkpoints set aside, when a setting changed what it computes
-(`resume_point`; docs/upgrading.md).
+(`resume_point`; docs/guide/upgrading.md).
 
 `train_run` trains in the calling process; `isocompute.training.launch` runs the same `run_training` under
 `accelerate launch` when a run spans several processes.
