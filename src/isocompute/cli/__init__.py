@@ -17,11 +17,11 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from isocompute.cli import compare, fit, plan, probe, recommend, replay, simulate, status, thin
+from isocompute.cli import compare, fit, noise, plan, probe, recommend, replay, simulate, status, thin
 from isocompute.errors import IsoComputeError
 
 # Each command's module adds its parser and sets `run`; the order is the order `--help` lists them in.
-COMMANDS = (fit, recommend, replay, plan, status, probe, thin, compare, simulate)
+COMMANDS = (fit, recommend, replay, plan, status, probe, noise, thin, compare, simulate)
 
 
 def parser() -> argparse.ArgumentParser:

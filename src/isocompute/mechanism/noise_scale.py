@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -79,7 +80,7 @@ class NoiseScale:
     @property
     def width(self) -> float:
         """The interval's width as a factor, high / low: what the pilot's stop rule reads (under 2 to use)."""
-        return self.high / self.low if self.low > 0 else float("inf")
+        return self.high / self.low if 0 < self.low < float("inf") else float("inf")
 
 
 @dataclass(frozen=True)
@@ -255,6 +256,74 @@ def checkpoint_group_gradients(
     it is a group GRPO draws and learns nothing from, so it counts in N."""
     groups = policy.sample_groups(problems, n, seed, batch_size)
     return torch.stack([policy.grpo_gradient([group], loss_type) for group in groups]).double().numpy()
+
+
+@dataclass(frozen=True)
+class NoiseSettings:
+    """How B(n) is measured at a checkpoint: the group sizes, the groups drawn per n (problems drawn with
+    replacement from the table), the bootstrap, TRL's loss and the seed."""
+
+    n_values: tuple[int, ...]
+    groups: int = 1600
+    replicas: int = 1000
+    level: float = 0.9
+    loss_type: str = "grpo"
+    seed: int = 0
+    max_gradient_bytes: int = 4 * 2**30
+
+
+def _scale_json(scale: NoiseScale) -> dict[str, float | int]:
+    return {"n": scale.n, "groups": scale.groups, "noise_scale": scale.noise_scale, "low": scale.low,
+            "high": scale.high, "width": scale.width, "trace": scale.trace, "signal": scale.signal}  # fmt: skip
+
+
+def _prediction_json(scales: Sequence[NoiseScale]) -> dict[str, Any] | None:
+    prediction = predict_n(scales)
+    return None if prediction is None else {"n": prediction.n, "leaders": list(prediction.leaders)}
+
+
+def measure_checkpoint(
+    policy: Policy,
+    problems: pd.DataFrame,
+    settings: NoiseSettings,
+    preconditioner: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """B(n) at every n of `settings` on one checkpoint, raw and (given Adam's diagonal `preconditioner`,
+    `probe.preconditioner` of the checkpoint's `exp_avg_sq`) as Adam sees it, with the predicted n*.
+
+    The same groups serve both views, so they differ only by the preconditioner. The result is a
+    prediction from one run's checkpoint, not a fit: it says which checkpoint and problems it used.
+    """
+    if not settings.n_values or min(settings.n_values) < 2:
+        raise NoiseScaleError(f"n: need group sizes of at least 2, got {list(settings.n_values)}")
+    needed = settings.groups * policy.size * 8
+    if needed > settings.max_gradient_bytes:
+        raise NoiseScaleError(
+            f"{settings.groups} groups x {policy.size:,} parameters need {needed / 2**30:.1f} GiB of gradients, "
+            f"above {settings.max_gradient_bytes / 2**30:.1f} GiB: measure fewer groups"
+        )
+    rng = np.random.default_rng(settings.seed)
+    raw: list[NoiseScale] = []
+    adam: list[NoiseScale] = []
+    silent = {}
+    for n in settings.n_values:
+        chosen = problems.iloc[rng.integers(0, len(problems), settings.groups)].reset_index(drop=True)
+        rows = checkpoint_group_gradients(policy, chosen, n, settings.seed + n, settings.loss_type)
+        silent[n] = float((np.abs(rows).sum(axis=1) == 0).mean())
+        raw.append(noise_scale(rows, n, None, settings.replicas, settings.level, settings.seed + n))
+        if preconditioner is not None:
+            adam.append(noise_scale(rows, n, preconditioner, settings.replicas, settings.level, settings.seed + n))
+    views = {"raw": raw, **({"adam": adam} if preconditioner is not None else {})}
+    return {
+        "kind": "prediction",
+        "groups": settings.groups,
+        "level": settings.level,
+        "loss_type": settings.loss_type,
+        "seed": settings.seed,
+        "silent_share": {str(n): share for n, share in silent.items()},
+        "noise_scale": {view: [_scale_json(s) for s in scales] for view, scales in views.items()},
+        "predicted_n": {view: _prediction_json(scales) for view, scales in views.items()},
+    }
 
 
 def simulated_logit_gradients(
