@@ -27,7 +27,13 @@ import pandas as pd
 import torch
 import yaml
 
-from isocompute.mechanism.noise_scale import NoiseScale, checkpoint_group_gradients, noise_scale, predict_n
+from isocompute.mechanism.noise_scale import (
+    NoiseScale,
+    agrees,
+    checkpoint_group_gradients,
+    noise_scale,
+    predict_n,
+)
 from isocompute.mechanism.probe import Policy
 from isocompute.study.specs import SamplingSpec
 
@@ -36,11 +42,6 @@ RUN = {"easy": "bp16_n8_seed0", "hard": "bp16_n4_seed0"}  # the middle n of each
 
 def fmt(value: float) -> str:
     return "inf" if not np.isfinite(value) else f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
-
-
-def agrees(predicted: int, leaders: tuple[int, ...], frontier: int, frontier_leaders: list[int]) -> bool:
-    """Within a factor 2 of the frontier's n*, or a tie on either side (see the module's docstring)."""
-    return frontier / 2 <= predicted <= frontier * 2 or predicted in frontier_leaders or frontier in leaders
 
 
 def measure(

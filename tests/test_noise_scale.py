@@ -14,6 +14,8 @@ from isocompute.mechanism.noise_scale import (
     NoiseScale,
     NoiseScaleError,
     NoiseSettings,
+    Prediction,
+    agreement_table,
     gram_noise_scale,
     measure_checkpoint,
     noise_scale,
@@ -236,3 +238,27 @@ def test_noise_command_writes_the_measurement_and_refuses_bad_group_sizes(
     assert main(["noise", *common, "--n", "two", "--out", str(out)]) == 2
     assert "--n 'two'" in capsys.readouterr().err
     assert main(["noise", tiny_model, "--problems", str(tmp_path / "missing.parquet"), "--out", str(out)]) == 2
+
+
+def test_agreement_matches_each_frontier_point_to_the_nearest_checkpoint_and_scores_constants() -> None:
+    """Factor 2 or a tie on either side counts; each constant n is scored on the same points."""
+    predictions = {
+        0.0: Prediction(2, (2,)),  # the base model: never matched to a trained compute
+        1_000.0: Prediction(2, (2, 4)),
+        10_000.0: Prediction(32, (32,)),
+        100_000.0: None,  # no signal at any n
+    }
+    points = [
+        {"compute": 1_200.0, "n": 8, "leaders": {"n": [8]}},  # predicted 2 with leaders {2, 4}: 4 is not 8, 2 < 8/2
+        {"compute": 900.0, "n": 4, "leaders": {"n": [4]}},  # 4 among the predicted leaders
+        {"compute": 12_000.0, "n": 16, "leaders": {"n": [16]}},  # 32 within a factor 2 of 16
+        {"compute": 80_000.0, "n": 16, "leaders": {"n": [8, 16]}},  # nothing predicted
+    ]
+    table, shares = agreement_table(predictions, points, [2, 8, 32])
+    assert table["checkpoint_compute"].tolist() == [1_000.0, 1_000.0, 10_000.0, 100_000.0]
+    assert table["agrees"].tolist() == [False, True, True, False]
+    assert shares["predictor"] == 0.5
+    # n = 8 agrees at 8, 4 (factor 2), 16 (factor 2) and the tie {8, 16}: all four points.
+    assert shares == {"predictor": 0.5, "constant n=2": 0.25, "constant n=8": 1.0, "constant n=32": 0.5}
+    with pytest.raises(NoiseScaleError, match="agreement"):
+        agreement_table({0.0: None}, points, [2])

@@ -34,7 +34,7 @@ is tested against.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -361,3 +361,42 @@ def simulated_gram(
     phi = features[chosen]
     mixing = channels.private**2 * same + channels.features**2 * (phi @ phi.T) + channels.bias**2
     return (logit_gradients @ logit_gradients.T) * mixing
+
+
+def agrees(predicted: int, leaders: Sequence[int], frontier: int, frontier_leaders: Sequence[int]) -> bool:
+    """The issue's agreement: the predicted n within a factor 2 of the frontier's n*, or a tie on either side
+    (the prediction among the frontier's leaders, or the frontier's n* among the predicted leaders)."""
+    return frontier / 2 <= predicted <= frontier * 2 or predicted in frontier_leaders or frontier in leaders
+
+
+def agreement_table(
+    predictions: Mapping[float, Prediction | None], optimum_points: Sequence[Mapping[str, Any]], grid: Sequence[int]
+) -> tuple[pd.DataFrame, dict[str, float]]:
+    """Each frontier point (`fits.json`'s `optimum_points`) beside the prediction at the checkpoint nearest
+    in log compute, and the share of points where they agree: the predictor's, and every constant n's.
+
+    The constant controls are the point: on a grid whose frontier n* stays within a factor 2 of the middle
+    n, a constant agrees as often as any predictor, and agreement alone says nothing.
+    """
+    trained = sorted(c for c in predictions if c > 0)
+    if not trained or not optimum_points:
+        raise NoiseScaleError("agreement: need predictions at trained checkpoints and the frontier's points")
+    rows = []
+    for point in optimum_points:
+        nearest = min(trained, key=lambda c: abs(np.log(c / point["compute"])))
+        predicted = predictions[nearest]
+        frontier_leaders = list((point.get("leaders") or {}).get("n") or [point["n"]])
+        rows.append({
+            "compute": float(point["compute"]), "checkpoint_compute": nearest, "frontier_n": int(point["n"]),
+            "frontier_leaders": frontier_leaders,
+            "predicted_n": None if predicted is None else predicted.n,
+            "predicted_leaders": None if predicted is None else list(predicted.leaders),
+            "agrees": predicted is not None and agrees(predicted.n, predicted.leaders, int(point["n"]), frontier_leaders),
+        })  # fmt: skip
+    table = pd.DataFrame(rows)
+    shares = {"predictor": float(table["agrees"].mean())}
+    for n in grid:
+        shares[f"constant n={n}"] = float(
+            np.mean([agrees(n, (n,), row["frontier_n"], row["frontier_leaders"]) for row in rows])
+        )
+    return table, shares
