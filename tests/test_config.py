@@ -513,3 +513,51 @@ def test_extra_evaluation_names_the_key(extra: dict, message: str | None) -> Non
         return
     with pytest.raises(ConfigError, match=message):
         check_config(config)
+
+
+PRESETS = sorted((REPO / "config" / "presets").glob("*.yaml"))
+SIMULATED_PRESETS = sorted((REPO / "config" / "simulated").glob("*.yaml"))
+
+
+def layered_under(path: Path) -> list[Path]:
+    """The presets a preset's own header merges it over (`--configfile paper.yaml this.yaml`), itself last."""
+    for line in path.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        if "--configfile" in line:
+            named = [REPO / word for word in line.split("--configfile", 1)[1].split() if word.startswith("config/presets/")]
+            assert named and named[-1] == path, f"{path.name}: its header runs {named}, not itself last"
+            return named
+    return [path]
+
+
+@pytest.mark.parametrize("path", PRESETS, ids=lambda path: path.name)
+def test_every_preset_is_a_snakemake_config(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file in config/presets/ is a `snakemake --configfile` config: merged over the default (and the
+    presets its header layers it over), it passes the schema and the cross-key checks the workflow runs before
+    any job. The simulated policy's files (`isocompute simulate`) live in config/simulated/ instead."""
+    monkeypatch.chdir(REPO)
+    config = copy.deepcopy(DEFAULT)
+    for layer in layered_under(path):
+        update_config(config, yaml.safe_load(layer.read_text()))
+    validate_config(config, REPO / "workflow" / "schemas" / "config.schema.yaml")
+    points = check_config(config)
+    studies_of(config, points)
+    ablations_of(config)
+
+
+@pytest.mark.parametrize("path", SIMULATED_PRESETS, ids=lambda path: path.name)
+def test_every_simulated_preset_passes_the_simulators_check(path: Path) -> None:
+    """Every file in config/simulated/ is an `isocompute simulate` preset: its keys pass the simulator's check."""
+    from isocompute.mechanism.simulated_study import load_preset
+
+    assert load_preset(path)["results_root"].startswith("results_simulated")
+
+
+def test_simulated_presets_are_not_snakemake_configs() -> None:
+    assert SIMULATED_PRESETS, "config/simulated/ holds the simulated policy's presets"
+    for path in SIMULATED_PRESETS:
+        config = copy.deepcopy(DEFAULT)
+        update_config(config, yaml.safe_load(path.read_text()))
+        with pytest.raises(ConfigError):
+            validate_config(config, REPO / "workflow" / "schemas" / "config.schema.yaml")
