@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from known_truth import CLOSE, SCENARIOS, K, Scenario, draw, recovery
 
-from isocompute.adaptive.decisions import SweepSettings, replay
+from isocompute.adaptive.decisions import AdaptiveSettings, replay
 from isocompute.fits.bootstrap import resample_evals
 from isocompute.fits.curves import FitOptions
 from isocompute.fits.fits_json import fit_study
@@ -33,7 +33,7 @@ from isocompute.sampling.metrics import summarize_counts
 
 # The settings the figures are measured with: the CLI's defaults (rung factor 2; the first tables used 4, and
 # `--rung-factor 4` replays them), min_steps at the default config's warm-up.
-SETTINGS = SweepSettings(rung_factor=2.0, min_steps=10, audit_rungs=1)
+SETTINGS = AdaptiveSettings(rung_factor=2.0, min_steps=10, audit_rungs=1)
 
 
 def options(base_reward: float) -> FitOptions:
@@ -41,7 +41,7 @@ def options(base_reward: float) -> FitOptions:
 
 
 def run(
-    scenario: Scenario, seed: int, bootstrap: int = 30, settings: SweepSettings = SETTINGS, disagreement: int = 0
+    scenario: Scenario, seed: int, bootstrap: int = 30, settings: AdaptiveSettings = SETTINGS, disagreement: int = 0
 ) -> dict[str, Any]:
     """The replay of one repetition beside the full grid's fit of the same draw (same bootstrap seed), and
     with `disagreement` > 0 the full grid's verdicts on that many bootstrap replicas of the draw."""
@@ -118,7 +118,7 @@ def verdict(fit: dict[str, Any]) -> str:
 def main(
     seeds: Sequence[int] = (0, 1, 2),
     bootstrap: int = 30,
-    settings: SweepSettings = SETTINGS,
+    settings: AdaptiveSettings = SETTINGS,
     names: Sequence[str] = tuple(SCENARIOS),
     disagreement: int = 0,
 ) -> None:
@@ -161,7 +161,7 @@ if __name__ == "__main__":
     args = sys.argv[1:]
     option = {key: args.pop(args.index(key) + 1) for key in ("--rung-factor", "--scenario", "--disagreement") if key in args}
     args = [a for a in args if a not in option]
-    settings = SweepSettings(float(option.get("--rung-factor", SETTINGS.rung_factor)), SETTINGS.min_steps, SETTINGS.audit_rungs)
+    settings = AdaptiveSettings(float(option.get("--rung-factor", SETTINGS.rung_factor)), SETTINGS.min_steps, SETTINGS.audit_rungs)
     names = [option["--scenario"]] if "--scenario" in option else list(SCENARIOS)
     main(tuple(int(s) for s in args) or (0, 1, 2), settings=settings, names=names,
          disagreement=int(option.get("--disagreement", 0)))  # fmt: skip

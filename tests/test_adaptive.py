@@ -16,7 +16,7 @@ from conftest import REPO
 from known_truth import SCENARIOS, K, draw, recovery
 
 from isocompute.adaptive.decisions import REWARD_MAX, ceiling_bound, decide, replay, round_state
-from isocompute.adaptive.rungs import SweepError, SweepSettings, reached_rungs, rung_caps, trained_rungs
+from isocompute.adaptive.rungs import AdaptiveError, AdaptiveSettings, reached_rungs, rung_caps, trained_rungs
 from isocompute.cli import main
 from isocompute.fits.bootstrap import resample_evals
 from isocompute.fits.fits_json import fit_study
@@ -24,7 +24,7 @@ from isocompute.sampling.metrics import summarize_counts
 from isocompute.study.config import ConfigError, check_config, validate_config
 
 BOOTSTRAP = 10
-SETTINGS = SweepSettings(rung_factor=4.0, min_steps=10, audit_rungs=1)
+SETTINGS = AdaptiveSettings(rung_factor=4.0, min_steps=10, audit_rungs=1)
 PAPER = SCENARIOS["paper_easy_law"]
 
 
@@ -143,11 +143,11 @@ def test_the_full_grids_own_disagreement_refits_the_draw_as_the_replay_does() ->
 def test_replay_refuses_what_it_cannot_decide(paper: tuple) -> None:
     evals, counts, base, base_reward = paper
     two = evals[evals["n"].isin([4, 8])]
-    with pytest.raises(SweepError, match="at least three"):
+    with pytest.raises(AdaptiveError, match="at least three"):
         replay(two, counts, options(base_reward), K, BOOTSTRAP, 0, SETTINGS, base)
-    with pytest.raises(SweepError, match="leaves 1 rung"):
-        replay(evals, counts, options(base_reward), K, BOOTSTRAP, 0, SweepSettings(rung_factor=1e5), base)
-    with pytest.raises(SweepError, match="bootstrap"):
+    with pytest.raises(AdaptiveError, match="leaves 1 rung"):
+        replay(evals, counts, options(base_reward), K, BOOTSTRAP, 0, AdaptiveSettings(rung_factor=1e5), base)
+    with pytest.raises(AdaptiveError, match="bootstrap"):
         replay(evals, counts, options(base_reward), K, 0, 0, SETTINGS, base)
 
 

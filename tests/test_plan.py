@@ -9,7 +9,7 @@ import pytest
 from conftest import REPO
 
 from isocompute.cli import main
-from isocompute.plan.requests import JobRequest, PlanError, format_table, plan, summarize, sweep_plan
+from isocompute.plan.requests import JobRequest, PlanError, format_table, plan, summarize, adaptive_plan
 
 PAPER = REPO / "config" / "presets" / "paper.yaml"
 
@@ -138,12 +138,12 @@ def test_an_adaptive_sweep_plans_its_worst_and_expected_cases(
     )
     replay = tmp_path / "replay.json"
     replay.write_text('{"rollouts_spent": 3.0, "rollouts_full_grid": 4.0}')
-    sweep = sweep_plan([PAPER, adaptive], directory=REPO, replay=replay)
+    sweep = adaptive_plan([PAPER, adaptive], directory=REPO, replay=replay)
     assert sweep is not None and sweep.share == 0.75
     worst = sweep.worst.set_index("rule")
     assert worst.loc["train_grpo", "jobs"] == paper.loc["train_grpo", "jobs"] == 66
     # 60 swept runs (the six at B_problem = 1,024 train as the full grid), 8 GPUs x 48 h each.
-    assert sweep.swept_training_gpu_hours == pytest.approx(60 * 8 * 48)
+    assert sweep.adaptive_training_gpu_hours == pytest.approx(60 * 8 * 48)
     assert sweep.expected_gpu_hours == pytest.approx(worst["gpu_hours"].sum() - 0.25 * 60 * 8 * 48)
     assert main(["plan", "--configfile", str(PAPER), str(adaptive), "--directory", str(REPO), "--replay", str(replay)]) == 0
     out = capsys.readouterr().out
