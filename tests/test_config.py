@@ -207,7 +207,7 @@ def test_jobs_that_hold_a_gpu_get_the_gpu_software_environment() -> None:
     assert (REPO / "rules" / conda_env(DEFAULT, "train_grpo")).is_file()
 
 
-def test_paper_preset_is_the_papers_sweep() -> None:
+def test_paper_preset_is_the_papers_grid() -> None:
     config = preset("paper.yaml")
     validate_config(config, REPO / "workflow" / "schemas" / "config.schema.yaml")
     points = check_config(config)
@@ -308,14 +308,14 @@ def test_cpu_ablation_preset_runs_figures_3_4_and_22_only() -> None:
     assert rates == pytest.approx([3e-5, 1e-4, 1e-4, 2e-4, 3e-4, 4e-4, 1e-3])
 
 
-def test_paper_ablations_add_their_own_runs_and_share_the_sweeps() -> None:
-    sweep = check_config(preset("paper.yaml"))
+def test_paper_recipe_ablations_add_their_own_runs_and_share_the_grids() -> None:
+    grid = check_config(preset("paper.yaml"))
     config = preset("paper.yaml", "paper_ablations.yaml")
     validate_config(config, REPO / "workflow" / "schemas" / "config.schema.yaml")
     points = check_config(config)
-    added = set(points) - set(sweep)
+    added = set(points) - set(grid)
     assert len(added) == 13 and not any(p.is_default for p in added)
-    assert studies_of(config, points) == studies_of(preset("paper.yaml"), sweep)
+    assert studies_of(config, points) == studies_of(preset("paper.yaml"), grid)
     decoupled = next(p for p in added if p.n_baseline)
     assert (decoupled.b_problem, decoupled.n, decoupled.n_baseline, decoupled.batch) == (128, 64, 256, 32768)
 
@@ -469,16 +469,16 @@ def test_data_ablation_sets_resolve_to_their_own_definitions() -> None:
         {
             "xhard": {"pass_at": {"k": 128, "max": 0}, "train_size": 300, "val_size": 100},
             "mix_70_30": {"mix": {"easy": 0.7, "hard": 0.3}, "train_size": 500, "val_size": 300},
-            "easy_sweep": {"avg_range": [0.3, 0.6], "sizes": [250, 1000], "val_size": 300, "recipe": "kl_entropy",
+            "easy_sizes": {"avg_range": [0.3, 0.6], "sizes": [250, 1000], "val_size": 300, "recipe": "kl_entropy",
                            "max_batch": 65536},  # fmt: skip
         }
     )
-    config["grid"] = [{"problem_sets": ["xhard", "mix_70_30", "easy_sweep"], "b_problem": [16], "n": [4, 8], "seeds": [0]}]
+    config["grid"] = [{"problem_sets": ["xhard", "mix_70_30", "easy_sizes"], "b_problem": [16], "n": [4, 8], "seeds": [0]}]
     config["studies"] = {"fixed_b_problem": [16], "fixed_batch": [], "joint": False}
     points = check_config(config)
     sets = config_module.problem_sets(config)
-    assert {"easy_sweep_size250", "easy_sweep_size1000"} <= set(sets) and "easy_sweep" not in sets
-    assert {p.problem_set for p in points} == {"xhard", "mix_70_30", "easy_sweep_size250", "easy_sweep_size1000"}
+    assert {"easy_sizes_size250", "easy_sizes_size1000"} <= set(sets) and "easy_sizes" not in sets
+    assert {p.problem_set for p in points} == {"xhard", "mix_70_30", "easy_sizes_size250", "easy_sizes_size1000"}
     # Mixtures and the extremely hard set take the Hard recipe and batch limit.
     assert sets["xhard"]["recipe"] == sets["mix_70_30"]["recipe"] == "unregularized"
     assert recipe_name(config, GridPoint("mix_70_30", 16, 4, 0)) == "unregularized"
