@@ -10,7 +10,7 @@ A benchmark, not a test: `python tests/benchmark_noise_scale.py tiny` or `... si
   estimator assumes), the per-group gradient of TRL's grpo loss (`isocompute.mechanism.probe.Policy`), then
   B(n) raw and under Adam's preconditioner from `--minibatches` GRPO minibatches at the model (the probe's
   `minibatch_second_moment`: the tiny model has no optimizer checkpoint) on the first N groups.
-- `simulated`: the simulated policy at its base model (config/presets/simulated.yaml's problems and
+- `simulated`: the simulated policy at its base model (config/simulated/simulated.yaml's problems and
   recipe; `--range` sets the initial pass rates), where the exact B(n) is known: the width and whether
   the interval covers the truth, over `--repeats` independent samples of N groups.
 
@@ -139,7 +139,7 @@ def main() -> None:
     parser.add_argument("--groups", type=lambda s: [int(v) for v in s.split(",")], default=list(GROUP_COUNTS))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--minibatches", type=int, default=20)
-    parser.add_argument("--preset", default="config/presets/simulated.yaml")
+    parser.add_argument("--preset", default="config/simulated/simulated.yaml")
     parser.add_argument("--range", type=lambda s: [float(v) for v in s.split(",")], default=[0.3, 0.6])
     parser.add_argument("--level", default="shared_1")
     parser.add_argument("--repeats", type=int, default=20)

@@ -1,7 +1,7 @@
 """Pilot 1 of docs/log/noise-scale.md: does the n minimizing B(n) at a run's checkpoints find the frontier's n*?
 
 A pilot script, not a test: `python tests/pilot_noise_scale.py [--estimate LEVELS] [--groups N]`.
-The simulated policy's Easy preset (config/presets/simulated.yaml): its run (B_problem 16, n = 8, seed 0)
+The simulated policy's Easy preset (config/simulated/simulated.yaml): its run (B_problem 16, n = 8, seed 0)
 is retrained as `isocompute simulate` trains it (`simulated_study.train_group`'s problem instance,
 features and generator seeds), one replica per interference level, and stopped at its checkpoints. At
 each one: the exact B(n) for every n of the grid (question A) and, for `--estimate` levels, B(n) from
@@ -28,7 +28,7 @@ from isocompute.mechanism.simulated_policy import Channels, SimulatedPolicies, b
 from isocompute.mechanism.simulated_study import CHANNEL_KEYS, _run_seed, load_preset, make_problems, update
 from isocompute.study.grid import checkpoint_steps
 
-PRESET = "config/presets/simulated.yaml"
+PRESET = "config/simulated/simulated.yaml"
 B_PROBLEM, N, SEED = 16, 8, 0
 # docs/log/simulated-policy.md, pilot 1's phase diagram (training avg@4; "?" unresolved by the bootstrap), verbatim.
 COMPUTE = [512, 1.02e3, 2.07e3, 4.18e3, 8.44e3, 1.73e4, 3.52e4, 7.16e4, 1.45e5, 2.94e5, 5.95e5, 1.2e6, 2.44e6,

@@ -1,6 +1,7 @@
 """The adaptive sweep: it stops only arms confidently below the frontier over their whole remaining range,
 never the frontier's arm or its neighbours nor a curve whose ceiling its data leave open, and on a known
-truth it spends less than the full grid for the same law. Bad sweeps are refused at config time.
+truth it spends less than the full grid for the same law. Adaptive sweeps that cannot decide are refused
+at config time.
 `python tests/adaptive_truth.py` prints the replay figures of every scenario."""
 
 import copy
@@ -16,7 +17,7 @@ from conftest import REPO
 from known_truth import SCENARIOS, K, draw, recovery
 
 from isocompute.adaptive.decisions import REWARD_MAX, ceiling_bound, decide, replay, round_state
-from isocompute.adaptive.rungs import SweepError, SweepSettings, reached_rungs, rung_caps, trained_rungs
+from isocompute.adaptive.rungs import AdaptiveError, AdaptiveSettings, reached_rungs, rung_caps, trained_rungs
 from isocompute.cli import main
 from isocompute.fits.bootstrap import resample_evals
 from isocompute.fits.fits_json import fit_study
@@ -24,7 +25,7 @@ from isocompute.sampling.metrics import summarize_counts
 from isocompute.study.config import ConfigError, check_config, validate_config
 
 BOOTSTRAP = 10
-SETTINGS = SweepSettings(rung_factor=4.0, min_steps=10, audit_rungs=1)
+SETTINGS = AdaptiveSettings(rung_factor=4.0, min_steps=10, audit_rungs=1)
 PAPER = SCENARIOS["paper_easy_law"]
 
 
@@ -35,7 +36,7 @@ def paper() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, float]:
 
 
 def fit_of(paper: tuple, arms: set[int], cap: float) -> dict:
-    """The study fit of the draw's arms `arms` up to compute `cap`, bootstrapped as a sweep's decision is."""
+    """The study fit of the draw's arms `arms` up to compute `cap`, bootstrapped as an adaptive sweep's decision is."""
     evals, counts, base, base_reward = paper
     keep = lambda table: table[table["n"].isin(arms) & (table["compute_rollouts"] <= cap)]
     replicas = resample_evals(keep(counts), K, BOOTSTRAP, 0, ("n",), base)
@@ -81,30 +82,30 @@ def test_an_unsaturated_curve_stays_a_candidate(paper: tuple) -> None:
 @pytest.fixture(scope="module")
 def replayed(paper: tuple) -> tuple[dict, dict]:
     evals, counts, base, base_reward = paper
-    sweep = replay(evals, counts, options(base_reward), K, BOOTSTRAP, 0, SETTINGS, base)
+    adaptive = replay(evals, counts, options(base_reward), K, BOOTSTRAP, 0, SETTINGS, base)
     full = fit_study(evals, options(base_reward), replicas=resample_evals(counts, K, BOOTSTRAP, 0, ("n",), base))
-    return sweep, full
+    return adaptive, full
 
 
 def test_replay_spends_less_than_the_full_grid_and_keeps_the_law(replayed: tuple) -> None:
-    sweep, full = replayed
-    print(f"paper-like seed 0: {sweep['share_of_full_grid']:.0%} of the full grid's rollouts")
-    assert sweep["rollouts_spent"] < sweep["rollouts_full_grid"]
-    assert sweep["share_of_full_grid"] == pytest.approx(sum(a["compute_reached"] for a in sweep["arms"]) / sweep["rollouts_full_grid"])
-    assert any("stopped" in arm for arm in sweep["arms"])
-    assert sweep["fits"]["optimum"]["n"]["ok"] == full["optimum"]["n"]["ok"]
-    assert agreement(full, sweep["fits"]) >= 0.8
+    adaptive, full = replayed
+    print(f"paper-like seed 0: {adaptive['share_of_full_grid']:.0%} of the full grid's rollouts")
+    assert adaptive["rollouts_spent"] < adaptive["rollouts_full_grid"]
+    assert adaptive["share_of_full_grid"] == pytest.approx(sum(a["compute_reached"] for a in adaptive["arms"]) / adaptive["rollouts_full_grid"])
+    assert any("stopped" in arm for arm in adaptive["arms"])
+    assert adaptive["fits"]["optimum"]["n"]["ok"] == full["optimum"]["n"]["ok"]
+    assert agreement(full, adaptive["fits"]) >= 0.8
     if full["optimum"]["n"]["ok"]:
-        assert recovery(PAPER, sweep["fits"]) >= 0.8
-    json.dumps(sweep)  # the replay is plain JSON
+        assert recovery(PAPER, adaptive["fits"]) >= 0.8
+    json.dumps(adaptive)  # the replay is plain JSON
 
 
 def test_replay_decisions_follow_the_rule(replayed: tuple) -> None:
     """Every decision saw only what its rung allowed; no stop of the frontier's arm or its neighbours, before
     min_steps, or with a bound that reaches the frontier's lower edge; the audit arm ran past its stop."""
-    sweep, _ = replayed
-    arms = sorted(a["n"] for a in sweep["arms"])
-    for round_ in sweep["rounds"]:
+    adaptive, _ = replayed
+    arms = sorted(a["n"] for a in adaptive["arms"])
+    for round_ in adaptive["rounds"]:
         guarded = {n for n in arms if round_["n_top"] is not None and n in (round_["n_top"], *neighbours(arms, round_["n_top"]))}
         assert round_["frontier_top"]["compute"] <= round_["cap"] * 10**0.05
         for decision in round_["decisions"]:
@@ -112,9 +113,9 @@ def test_replay_decisions_follow_the_rule(replayed: tuple) -> None:
                 numbers = decision["numbers"]
                 assert decision["n"] not in guarded and numbers["steps"] >= SETTINGS.min_steps
                 assert numbers["upper"] < numbers["frontier_low"] and numbers["upper"] < REWARD_MAX
-    audit = sweep["audit"]
+    audit = adaptive["audit"]
     assert audit is not None and audit["rounds"][0]["rule"]["action"] == "stop"
-    audited = next(a for a in sweep["arms"] if a["n"] == audit["n"])
+    audited = next(a for a in adaptive["arms"] if a["n"] == audit["n"])
     assert audited["compute_reached"] > audit["stopped_cap"] * 10**0.05
 
 
@@ -124,7 +125,7 @@ def neighbours(arms: list[int], n: int) -> list[int]:
 
 
 def test_the_full_grids_own_disagreement_refits_the_draw_as_the_replay_does() -> None:
-    """The yardstick of "the sweep's verdict differs from the full grid's": the full grid's verdict on bootstrap
+    """The yardstick of "the adaptive sweep's verdict differs from the full grid's": the full grid's verdict on bootstrap
     replicas of the draw. Recomputed from the counts the draw gets its own verdict back (so the rate measures
     the resampling, nothing else), and a replica is whole problems drawn with replacement, each copy with the
     same counts at every checkpoint and in the base model."""
@@ -143,11 +144,11 @@ def test_the_full_grids_own_disagreement_refits_the_draw_as_the_replay_does() ->
 def test_replay_refuses_what_it_cannot_decide(paper: tuple) -> None:
     evals, counts, base, base_reward = paper
     two = evals[evals["n"].isin([4, 8])]
-    with pytest.raises(SweepError, match="at least three"):
+    with pytest.raises(AdaptiveError, match="at least three"):
         replay(two, counts, options(base_reward), K, BOOTSTRAP, 0, SETTINGS, base)
-    with pytest.raises(SweepError, match="leaves 1 rung"):
-        replay(evals, counts, options(base_reward), K, BOOTSTRAP, 0, SweepSettings(rung_factor=1e5), base)
-    with pytest.raises(SweepError, match="bootstrap"):
+    with pytest.raises(AdaptiveError, match="leaves 1 rung"):
+        replay(evals, counts, options(base_reward), K, BOOTSTRAP, 0, AdaptiveSettings(rung_factor=1e5), base)
+    with pytest.raises(AdaptiveError, match="bootstrap"):
         replay(evals, counts, options(base_reward), K, 0, 0, SETTINGS, base)
 
 
@@ -179,7 +180,7 @@ def test_an_adaptive_sweep_on_the_default_study_is_accepted() -> None:
     ({"fits__bootstrap": 0}, r"sweep.mode=adaptive needs fits.bootstrap > 0"),
     ({"sweep__rung_factor": 200}, r"sweep.rung_factor=200 leaves 1 rung from training.compute_min=512"),
 ])  # fmt: skip
-def test_a_sweep_that_cannot_decide_is_refused_with_the_key(changes: dict, message: str) -> None:
+def test_an_adaptive_sweep_that_cannot_decide_is_refused_with_the_key(changes: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         check_config(adaptive(**changes))
 
@@ -196,8 +197,8 @@ def test_an_adaptive_study_of_two_arms_is_refused() -> None:
     ({"fixed_batch": [128]}, r"the fixed_batch study batch128 on easy shares runs .* \(studies.fixed_batch\)"),
     ({"joint": True}, r"the joint study joint on easy shares runs .* \(studies.joint\)"),
 ])  # fmt: skip
-def test_a_study_over_the_swept_arms_is_refused(studies: dict, message: str) -> None:
-    """Its frontier would be fitted on curves cut where the sweep stopped them."""
+def test_a_study_over_the_adaptive_arms_is_refused(studies: dict, message: str) -> None:
+    """Its frontier would be fitted on curves cut where the adaptive sweep stopped them."""
     config = adaptive()
     config["studies"].update(studies)
     with pytest.raises(ConfigError, match=message):

@@ -207,7 +207,7 @@ def test_jobs_that_hold_a_gpu_get_the_gpu_software_environment() -> None:
     assert (REPO / "rules" / conda_env(DEFAULT, "train_grpo")).is_file()
 
 
-def test_paper_preset_is_the_papers_sweep() -> None:
+def test_paper_preset_is_the_papers_grid() -> None:
     config = preset("paper.yaml")
     validate_config(config, REPO / "workflow" / "schemas" / "config.schema.yaml")
     points = check_config(config)
@@ -308,14 +308,14 @@ def test_cpu_ablation_preset_runs_figures_3_4_and_22_only() -> None:
     assert rates == pytest.approx([3e-5, 1e-4, 1e-4, 2e-4, 3e-4, 4e-4, 1e-3])
 
 
-def test_paper_ablations_add_their_own_runs_and_share_the_sweeps() -> None:
-    sweep = check_config(preset("paper.yaml"))
+def test_paper_recipe_ablations_add_their_own_runs_and_share_the_grids() -> None:
+    grid = check_config(preset("paper.yaml"))
     config = preset("paper.yaml", "paper_ablations.yaml")
     validate_config(config, REPO / "workflow" / "schemas" / "config.schema.yaml")
     points = check_config(config)
-    added = set(points) - set(sweep)
+    added = set(points) - set(grid)
     assert len(added) == 13 and not any(p.is_default for p in added)
-    assert studies_of(config, points) == studies_of(preset("paper.yaml"), sweep)
+    assert studies_of(config, points) == studies_of(preset("paper.yaml"), grid)
     decoupled = next(p for p in added if p.n_baseline)
     assert (decoupled.b_problem, decoupled.n, decoupled.n_baseline, decoupled.batch) == (128, 64, 256, 32768)
 
@@ -469,16 +469,16 @@ def test_data_ablation_sets_resolve_to_their_own_definitions() -> None:
         {
             "xhard": {"pass_at": {"k": 128, "max": 0}, "train_size": 300, "val_size": 100},
             "mix_70_30": {"mix": {"easy": 0.7, "hard": 0.3}, "train_size": 500, "val_size": 300},
-            "easy_sweep": {"avg_range": [0.3, 0.6], "sizes": [250, 1000], "val_size": 300, "recipe": "kl_entropy",
+            "easy_sizes": {"avg_range": [0.3, 0.6], "sizes": [250, 1000], "val_size": 300, "recipe": "kl_entropy",
                            "max_batch": 65536},  # fmt: skip
         }
     )
-    config["grid"] = [{"problem_sets": ["xhard", "mix_70_30", "easy_sweep"], "b_problem": [16], "n": [4, 8], "seeds": [0]}]
+    config["grid"] = [{"problem_sets": ["xhard", "mix_70_30", "easy_sizes"], "b_problem": [16], "n": [4, 8], "seeds": [0]}]
     config["studies"] = {"fixed_b_problem": [16], "fixed_batch": [], "joint": False}
     points = check_config(config)
     sets = config_module.problem_sets(config)
-    assert {"easy_sweep_size250", "easy_sweep_size1000"} <= set(sets) and "easy_sweep" not in sets
-    assert {p.problem_set for p in points} == {"xhard", "mix_70_30", "easy_sweep_size250", "easy_sweep_size1000"}
+    assert {"easy_sizes_size250", "easy_sizes_size1000"} <= set(sets) and "easy_sizes" not in sets
+    assert {p.problem_set for p in points} == {"xhard", "mix_70_30", "easy_sizes_size250", "easy_sizes_size1000"}
     # Mixtures and the extremely hard set take the Hard recipe and batch limit.
     assert sets["xhard"]["recipe"] == sets["mix_70_30"]["recipe"] == "unregularized"
     assert recipe_name(config, GridPoint("mix_70_30", 16, 4, 0)) == "unregularized"
@@ -513,3 +513,51 @@ def test_extra_evaluation_names_the_key(extra: dict, message: str | None) -> Non
         return
     with pytest.raises(ConfigError, match=message):
         check_config(config)
+
+
+PRESETS = sorted((REPO / "config" / "presets").glob("*.yaml"))
+SIMULATED_PRESETS = sorted((REPO / "config" / "simulated").glob("*.yaml"))
+
+
+def layered_under(path: Path) -> list[Path]:
+    """The presets a preset's own header merges it over (`--configfile paper.yaml this.yaml`), itself last."""
+    for line in path.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        if "--configfile" in line:
+            named = [REPO / word for word in line.split("--configfile", 1)[1].split() if word.startswith("config/presets/")]
+            assert named and named[-1] == path, f"{path.name}: its header runs {named}, not itself last"
+            return named
+    return [path]
+
+
+@pytest.mark.parametrize("path", PRESETS, ids=lambda path: path.name)
+def test_every_preset_is_a_snakemake_config(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every file in config/presets/ is a `snakemake --configfile` config: merged over the default (and the
+    presets its header layers it over), it passes the schema and the cross-key checks the workflow runs before
+    any job. The simulated policy's files (`isocompute simulate`) live in config/simulated/ instead."""
+    monkeypatch.chdir(REPO)
+    config = copy.deepcopy(DEFAULT)
+    for layer in layered_under(path):
+        update_config(config, yaml.safe_load(layer.read_text()))
+    validate_config(config, REPO / "workflow" / "schemas" / "config.schema.yaml")
+    points = check_config(config)
+    studies_of(config, points)
+    ablations_of(config)
+
+
+@pytest.mark.parametrize("path", SIMULATED_PRESETS, ids=lambda path: path.name)
+def test_every_simulated_preset_passes_the_simulators_check(path: Path) -> None:
+    """Every file in config/simulated/ is an `isocompute simulate` preset: its keys pass the simulator's check."""
+    from isocompute.mechanism.simulated_study import load_preset
+
+    assert load_preset(path)["results_root"].startswith("results_simulated")
+
+
+def test_simulated_presets_are_not_snakemake_configs() -> None:
+    assert SIMULATED_PRESETS, "config/simulated/ holds the simulated policy's presets"
+    for path in SIMULATED_PRESETS:
+        config = copy.deepcopy(DEFAULT)
+        update_config(config, yaml.safe_load(path.read_text()))
+        with pytest.raises(ConfigError):
+            validate_config(config, REPO / "workflow" / "schemas" / "config.schema.yaml")

@@ -9,7 +9,7 @@ import pytest
 from conftest import REPO
 
 from isocompute.cli import main
-from isocompute.plan.requests import JobRequest, PlanError, format_table, plan, summarize, sweep_plan
+from isocompute.plan.requests import JobRequest, PlanError, format_table, plan, summarize, adaptive_plan
 
 PAPER = REPO / "config" / "presets" / "paper.yaml"
 
@@ -98,7 +98,7 @@ def test_summarize_counts_local_jobs_at_zero() -> None:
 
 def test_paper_ablations_are_counted_over_the_paper_preset(paper: pd.DataFrame) -> None:
     rows = plan([PAPER, REPO / "config" / "presets" / "paper_ablations.yaml"], directory=REPO).set_index("rule")
-    # 13 runs of their own (the rest are the sweep's), each trained and evaluated like a sweep run.
+    # 13 runs of their own (the rest are the grid's), each trained and evaluated like a grid run.
     assert rows.loc["train_grpo", "jobs"] == paper.loc["train_grpo", "jobs"] + 13
     assert rows.loc["evaluate_run", "jobs"] == paper.loc["evaluate_run", "jobs"] + 13
     added = rows["gpu_hours"].sum() - paper["gpu_hours"].sum()
@@ -108,7 +108,7 @@ def test_paper_ablations_are_counted_over_the_paper_preset(paper: pd.DataFrame) 
 
 def test_paper_data_ablations_are_counted_over_the_paper_preset(paper: pd.DataFrame) -> None:
     rows = plan([PAPER, REPO / "config" / "presets" / "paper_data_ablations.yaml"], directory=REPO).set_index("rule")
-    # Six new sets (extremely hard, two mixtures, three sizes) x five n; the paper's sweep is unchanged.
+    # Six new sets (extremely hard, two mixtures, three sizes) x five n; the paper's grid is unchanged.
     assert rows.loc["train_grpo", "jobs"] == paper.loc["train_grpo", "jobs"] + 30
     assert rows.loc["evaluate_run", "jobs"] == paper.loc["evaluate_run", "jobs"] + 30
     # Each mixture's five runs on Easy's and on Hard's validation sets; one staged pass@128 on one GPU.
@@ -131,23 +131,23 @@ def test_an_adaptive_sweep_plans_its_worst_and_expected_cases(
     paper: pd.DataFrame, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The paper's fixed-B_problem studies (B_problem = 1,024 aside: two arms on Hard) swept adaptively: the
-    worst case is the full grid's jobs, the expected one its swept training scaled by a replay's share."""
+    worst case is the full grid's jobs, the expected one its arms' training scaled by a replay's share."""
     adaptive = tmp_path / "adaptive.yaml"
     adaptive.write_text(
         "studies: {fixed_b_problem: [32, 64, 128, 256, 512], fixed_batch: [], joint: false}\nsweep: {mode: adaptive}\n"
     )
     replay = tmp_path / "replay.json"
     replay.write_text('{"rollouts_spent": 3.0, "rollouts_full_grid": 4.0}')
-    sweep = sweep_plan([PAPER, adaptive], directory=REPO, replay=replay)
-    assert sweep is not None and sweep.share == 0.75
-    worst = sweep.worst.set_index("rule")
+    cases = adaptive_plan([PAPER, adaptive], directory=REPO, replay=replay)
+    assert cases is not None and cases.share == 0.75
+    worst = cases.worst.set_index("rule")
     assert worst.loc["train_grpo", "jobs"] == paper.loc["train_grpo", "jobs"] == 66
-    # 60 swept runs (the six at B_problem = 1,024 train as the full grid), 8 GPUs x 48 h each.
-    assert sweep.swept_training_gpu_hours == pytest.approx(60 * 8 * 48)
-    assert sweep.expected_gpu_hours == pytest.approx(worst["gpu_hours"].sum() - 0.25 * 60 * 8 * 48)
+    # 60 adaptive runs (the six at B_problem = 1,024 train as the full grid), 8 GPUs x 48 h each.
+    assert cases.adaptive_training_gpu_hours == pytest.approx(60 * 8 * 48)
+    assert cases.expected_gpu_hours == pytest.approx(worst["gpu_hours"].sum() - 0.25 * 60 * 8 * 48)
     assert main(["plan", "--configfile", str(PAPER), str(adaptive), "--directory", str(REPO), "--replay", str(replay)]) == 0
     out = capsys.readouterr().out
-    assert "worst case: every arm to C_max" in out and f"expected case: {sweep.expected_gpu_hours:,.1f} GPU-hours" in out
+    assert "worst case: every arm to C_max" in out and f"expected case: {cases.expected_gpu_hours:,.1f} GPU-hours" in out
     assert f"75%, the share of the full grid's rollouts spent in {replay}" in out
     replay.write_text('{"rollouts_spent": 3.0}')
     assert main(["plan", "--configfile", str(PAPER), str(adaptive), "--directory", str(REPO), "--replay", str(replay)]) == 2

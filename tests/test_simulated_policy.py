@@ -28,7 +28,7 @@ from isocompute.mechanism.simulated_policy import (
 from isocompute.mechanism.simulated_study import check_preset, exact_metrics, load_preset, simulate
 from isocompute.sampling.metrics import summarize_counts
 
-PRESET = Path(__file__).parents[1] / "config" / "presets" / "simulated.yaml"
+PRESET = Path(__file__).parents[1] / "config" / "simulated" / "simulated.yaml"
 
 
 def recipe(loss_type: str = "grpo", kl_coef: float = 0.05, entropy_coef: float = 0.02, temperature: float = 0.7) -> Update:

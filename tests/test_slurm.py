@@ -59,7 +59,7 @@ TIME_LIMITED = "training:\n  compute_max: 16000\n  time_limit_margin: 20\n" + ON
 LIMITED_RUN = Path("results/train/easy/bp4_n2_seed1")
 LIMITED_CONFIGS = [MICRO, "gpu.yaml", "timelimit.yaml"]
 STUDY_CONFIGS = [MICRO, ".test/config_micro/adaptive.yaml", "gpu.yaml"]
-SWEEP_SUMMARY = "results/sweep/easy/bp4/summary.json"
+ADAPTIVE_SUMMARY = "results/sweep/easy/bp4/summary.json"
 
 
 def _load_cluster_module():
@@ -152,7 +152,7 @@ def test_every_cluster_job_went_through_sbatch_and_finished(cluster, slurm_study
         "evaluate_run_rung",
     } <= set(remote)
     assert {"build_problem_sets", "all"} <= local and not local & set(remote)
-    # the sweep's decision ran on the submit host
+    # the adaptive sweep's decision ran on the submit host
     assert "decide_sweep_round" not in remote and re.search(r"^localcheckpoint decide_sweep_round:$", output, re.M)
 
     jobs = {job["id"]: job for job in _queue(cluster, run_id)}
@@ -177,7 +177,7 @@ def test_only_training_jobs_got_the_gpus_and_ran_launched(cluster, slurm_study) 
     # `resources: gpu=2` became `sbatch --gpus=2`, which SLURM records as the job's TRES request
     assert {job["tres"] for job in training} == {"gres:gpu:2"}, training
     # each run went through `accelerate launch` with two processes (its job file records the layout of its
-    # last job: a swept run's rungs write the same file)
+    # last job: an adaptive run's rungs write the same file)
     job_files = list((workdir / "results/train").glob("*/*/job.json"))
     for job_file in job_files:
         assert json.loads(job_file.read_text())["job"]["run"]["launch"]["processes"] == 2
@@ -265,6 +265,6 @@ def test_an_adaptive_sweep_runs_its_rungs_on_the_cluster(slurm_study) -> None:
     # n = 2 and 4 at rung 0 (n = 8's first step costs more than its cap), then at least the two arms kept
     rules = sorted(submitted.values())
     assert rules.count("train_grpo_rung") == rules.count("evaluate_run_rung") >= 4, rules
-    summary = json.loads((workdir / SWEEP_SUMMARY).read_text())
+    summary = json.loads((workdir / ADAPTIVE_SUMMARY).read_text())
     assert summary["rollouts_spent"] == sum(arm["compute_reached"] for arm in summary["arms"]) <= 3 * 64
     assert (workdir / "results/fits/easy/bp4/fits.json").exists()

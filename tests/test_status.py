@@ -185,7 +185,7 @@ def test_every_gpu_job_of_the_workflow_is_counted(tmp_path: Path) -> None:
     assert hours["easy", "bp4_n2_seed0"] == pytest.approx((sum(per_run.values()) + 1) * 36 / 3600)  # + on hard
 
 
-def test_a_swept_run_counts_each_rung_job_once(tmp_path: Path) -> None:
+def test_an_adaptive_run_counts_each_rung_job_once(tmp_path: Path) -> None:
     """An adaptive sweep's first rung, every job with a benchmark record of 36 s on 1 GPU; one arm's rung
     also had an attempt of 100 s stopped by its time limit. The finished attempt is its rung's benchmark
     record, not counted twice; the stopped one is counted from the progress file."""

@@ -213,7 +213,7 @@ def test_ablations_rerun_nothing_finished_enter_no_fit_and_draw_their_figures(st
     assert planned.returncode == 0, planned.stderr[-3000:]
     jobs = {line.split()[0]: int(line.split()[1]) for line in planned.stdout.splitlines() if line[:1].isalpha() and
             len(line.split()) == 2 and line.split()[1].isdigit()}  # fmt: skip
-    # Six new runs (bp4_n2 and bp4_n4 are the sweep's: shared, not retrained); no fit is redone.
+    # Six new runs (bp4_n2 and bp4_n4 are the grid's: shared, not retrained); no fit is redone.
     assert jobs["train_grpo"] == 6 and jobs["evaluate_run"] == 6, planned.stdout[-3000:]
     assert set(jobs) == {"train_grpo", "evaluate_run", "gather_evaluations", "plot_ablation_figure", "write_results_index",
                          "all", "total"}, jobs  # fmt: skip
@@ -244,9 +244,9 @@ def test_an_adaptive_sweep_decides_its_round_and_its_runs_equal_the_full_grids(
     finished_micro_study: Path, tmp_path: Path
 ) -> None:
     """The micro study's fixed-B_problem study as an adaptive sweep (n = 2, 4, 8; rungs C = 16 and 64), in a
-    copy of the finished micro study without the runs it sweeps (its base model and sets are reused): one
+    copy of the finished micro study without the runs it adapts (its base model and sets are reused): one
     decision per round, each rung evaluating only its new checkpoints, and runs that end equal to the
-    full grid's (the finished micro study's) wherever the sweep ran them to the end."""
+    full grid's (the finished micro study's) wherever the adaptive sweep ran them to the end."""
     study = finished_micro_study
     workdir = copy_of_study(study, tmp_path / "workdir")
     for n in (2, 4):
@@ -337,7 +337,7 @@ def test_data_ablation_overlay_plans_figures_14_15_20(tmp_path: Path) -> None:
                    "fig21_out_of_domain_three_digits.png"):  # fmt: skip
         assert f"results/figures/data/{target}" in result.stdout
     assert result.stdout.count("rule score_pass_at:") == 1
-    assert result.stdout.count("rule fit_train_metrics:") == 2  # the sweep's two sizes
+    assert result.stdout.count("rule fit_train_metrics:") == 2  # the size sweep's two sizes
     # Fig. 15 draws the mixture on its own, Easy's and Hard's validation sets; Fig. 21 on the 3-digit table.
     assert result.stdout.count("rule evaluate_run_on:") == 6 and result.stdout.count("rule import_out_of_domain:") == 1
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from isocompute.adaptive.decisions import workflow_round
-from isocompute.adaptive.rungs import SweepSettings
+from isocompute.adaptive.rungs import AdaptiveSettings
 from isocompute.files import read_tables, write_json
 from isocompute.script_setup import start_job
 
@@ -23,7 +23,7 @@ state = workflow_round(
     params.fits,
     params.k,
     params.seed,
-    SweepSettings(**params.settings),
+    AdaptiveSettings(**params.settings),
     params.caps,
     {int(n): steps for n, steps in params.rung_steps.items()},
     previous,

@@ -3,8 +3,8 @@
 import json
 from pathlib import Path
 
-from isocompute.adaptive.decisions import sweep_summary
-from isocompute.adaptive.rungs import SweepSettings, reached_rungs
+from isocompute.adaptive.decisions import adaptive_summary
+from isocompute.adaptive.rungs import AdaptiveSettings, reached_rungs
 from isocompute.figures.scaling import plot_sweep_frontier
 from isocompute.files import write_json
 from isocompute.script_setup import start_job
@@ -25,7 +25,7 @@ for n, arm in params.arms.items():
         "compute_reached": reached * arm["batch"],
         "compute_full": steps[-1] * arm["batch"],
     }
-summary = sweep_summary(rounds, rounds[-1]["audit"], SweepSettings(**params.settings), params.caps, arms)
+summary = adaptive_summary(rounds, rounds[-1]["audit"], AdaptiveSettings(**params.settings), params.caps, arms)
 write_json(summary, snakemake.output.summary)
 fit = json.loads(Path(snakemake.input.fits).read_text())["fits"][params.metric]["compute_rollouts"]
 where = f"{snakemake.wildcards.problem_set} / {snakemake.wildcards.study}"

@@ -23,7 +23,7 @@ is then decided again, so the cost of stopping is measured rather than assumed.
 
 `replay` runs the policy on a complete evaluation table as if each arm had been extended rung by rung,
 each decision fitted only to the rows it could have seen, and reports the rollouts spent against the full
-grid's with the fits of the data the sweep kept (`study_fits.fit_study`'s schema).
+grid's with the fits of the data the adaptive sweep kept (`study_fits.fit_study`'s schema).
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ import pandas as pd
 
 from isocompute.adaptive.rungs import (
     CAP_SLACK,
-    SweepError,
-    SweepSettings,
+    AdaptiveError,
+    AdaptiveSettings,
     reached_rungs,
     rung_caps,
     rung_step,
@@ -94,7 +94,7 @@ def ceiling_bound(curve: Mapping[str, Any], resamples: int) -> tuple[float, str]
     return float(intervals["a"][1]), "its ceiling identified: the upper edge (97.5 %) of A's bootstrap band"
 
 
-def decide(fit: Mapping[str, Any], steps: Mapping[int, int], active: Sequence[int], settings: SweepSettings) -> list[Decision]:
+def decide(fit: Mapping[str, Any], steps: Mapping[int, int], active: Sequence[int], settings: AdaptiveSettings) -> list[Decision]:
     """Extend or stop each active arm, given the fit (`fit_study`'s JSON, with a bootstrap) of what is measured.
 
     `steps` holds every arm's optimizer steps reached, stopped arms included (the arm list gives the
@@ -102,7 +102,7 @@ def decide(fit: Mapping[str, Any], steps: Mapping[int, int], active: Sequence[in
     """
     resamples = fit["bootstrap"]["resamples"]
     if resamples == 0:
-        raise SweepError("the adaptive sweep needs bootstrap replicas (per-problem counts): no band, no stop")
+        raise AdaptiveError("the adaptive sweep needs bootstrap replicas (per-problem counts): no band, no stop")
     arms = sorted(steps)
     top = fit["frontier"][-1] if fit["frontier"] else None
     c_top = None if top is None else float(top["compute"])
@@ -144,7 +144,7 @@ def replay(
     k: int,
     bootstrap: int,
     seed: int = 0,
-    settings: SweepSettings | None = None,
+    settings: AdaptiveSettings | None = None,
     base_counts: pd.DataFrame | None = None,
     holdout_decades: float = 0.5,
     frontier_points: int = 60,
@@ -156,24 +156,24 @@ def replay(
     grid's, the decisions per round, per arm how far it ran and why, the audit, and `fits`: the fits of
     the kept data (`fit_study`'s JSON).
     """
-    settings = settings or SweepSettings()
+    settings = settings or AdaptiveSettings()
     if options.by != ("n",) or options.compute != "compute_rollouts":
-        raise SweepError("the adaptive sweep replays a fixed-B_problem study: curves by n, compute in rollouts")
+        raise AdaptiveError("the adaptive sweep replays a fixed-B_problem study: curves by n, compute in rollouts")
     if evals["b_problem"].nunique() != 1:
-        raise SweepError(f"the evaluations hold b_problem values {sorted(evals['b_problem'].unique())}: keep one")
+        raise AdaptiveError(f"the evaluations hold b_problem values {sorted(evals['b_problem'].unique())}: keep one")
     if bootstrap < 1:
-        raise SweepError("the adaptive sweep needs bootstrap replicas (--bootstrap >= 1): no band, no stop")
+        raise AdaptiveError("the adaptive sweep needs bootstrap replicas (--bootstrap >= 1): no band, no stop")
     checkpoints = {
         int(n): [(int(step), float(compute)) for step, compute in group.groupby("step")["compute_rollouts"].mean().items()]
         for n, group in evals.groupby("n")
     }
     arms = sorted(checkpoints)
     if len(arms) < 3:
-        raise SweepError(f"the evaluations hold {len(arms)} arm(s) (n = {arms}): an adaptive sweep needs at least three")
+        raise AdaptiveError(f"the evaluations hold {len(arms)} arm(s) (n = {arms}): an adaptive sweep needs at least three")
     compute_max = min(max(c for _, c in points) for points in checkpoints.values())
     caps = rung_caps(float(evals["compute_rollouts"].min()), compute_max, settings.rung_factor)
     if len(caps) < 2:
-        raise SweepError(f"sweep.rung_factor={settings.rung_factor} leaves {len(caps)} rung over the measured range")
+        raise AdaptiveError(f"sweep.rung_factor={settings.rung_factor} leaves {len(caps)} rung over the measured range")
     steps = dict.fromkeys(arms, 0)
     active = list(arms)
     stopped: dict[int, dict[str, Any]] = {}
@@ -221,7 +221,7 @@ def decide_round(
     fit: Mapping[str, Any],
     steps: Mapping[int, int],
     active: Sequence[int],
-    settings: SweepSettings,
+    settings: AdaptiveSettings,
     audit: dict[str, Any] | None,
     index: int,
     cap: float,
@@ -294,7 +294,7 @@ def _fit_seen(
 
 
 def _audit(
-    audit: dict[str, Any] | None, decisions: list[Decision], index: int, cap: float, settings: SweepSettings
+    audit: dict[str, Any] | None, decisions: list[Decision], index: int, cap: float, settings: AdaptiveSettings
 ) -> tuple[dict[str, Any] | None, list[Decision]]:
     """Keep the audit arm running for `audit_rungs` rungs past its stop, then let the rule decide it again.
 
@@ -353,7 +353,8 @@ def round_state(
     record: Mapping[str, Any], reached: Mapping[int, int], rung_steps: Mapping[int, Sequence[int]]
 ) -> dict[str, Any]:
     """A workflow round's record with each arm's state after it (`arms`: the rung and steps it reached and
-    whether it runs on), the form the next round and the sweep's summary read (`rungs.reached_rungs`)."""
+    whether it runs on), the form the next round and the adaptive sweep's summary read
+    (`rungs.reached_rungs`)."""
     stops = {d["n"] for d in record["decisions"] if d["action"] == "stop"}
     active = {d["n"] for d in record["decisions"]} - stops
     return {
@@ -364,10 +365,10 @@ def round_state(
     }
 
 
-def sweep_summary(
+def adaptive_summary(
     rounds: Sequence[Mapping[str, Any]],
     audit: Mapping[str, Any] | None,
-    settings: SweepSettings,
+    settings: AdaptiveSettings,
     caps: Sequence[float],
     arms: Mapping[int, Mapping[str, Any]],
 ) -> dict[str, Any]:
@@ -403,7 +404,7 @@ def workflow_round(
     fits: Mapping[str, Any],
     k: int,
     seed: int,
-    settings: SweepSettings,
+    settings: AdaptiveSettings,
     caps: Sequence[float],
     rung_steps: Mapping[int, Sequence[int]],
     previous: Mapping[str, Any] | None,

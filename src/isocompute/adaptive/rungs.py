@@ -18,13 +18,14 @@ from isocompute.study.grid import checkpoint_steps
 CAP_SLACK = 10**SAME_COMPUTE_DECADES
 
 
-class SweepError(IsoComputeError, ValueError):
-    """A sweep that cannot run as asked; the message names the setting or the table."""
+class AdaptiveError(IsoComputeError, ValueError):
+    """An adaptive sweep that cannot run as asked; the message names the setting or the table."""
 
 
 @dataclass(frozen=True)
-class SweepSettings:
-    """The `sweep` block: rung spacing, the steps an arm runs before it may stop, the audit's extra rungs.
+class AdaptiveSettings:
+    """An adaptive sweep's settings (the config's `sweep` block): rung spacing, the steps an arm runs before it
+    may stop, the audit's extra rungs.
 
     Rungs 2x apart by default: on the known-truth replays (docs/log/adaptive-sweep-measurements.md) they never spent more
     than 4x, met the 60 % target on every paper-like seed (4x: two of three) and kept the full grid's
@@ -39,10 +40,10 @@ def rung_caps(compute_min: float, compute_max: float, factor: float) -> list[flo
     """The rungs' compute caps, ascending: C_max / factor**j for every j whose cap is at least compute_min.
 
     Anchored at C_max so that the last rung is the full grid's end; a factor that leaves fewer than two
-    caps is no sweep (there is nothing to decide between rungs).
+    caps is no adaptive sweep (there is nothing to decide between rungs).
     """
     if factor <= 1:
-        raise SweepError(f"sweep.rung_factor={factor} must exceed 1")
+        raise AdaptiveError(f"sweep.rung_factor={factor} must exceed 1")
     caps = []
     cap = float(compute_max)
     while cap >= compute_min * (1 - 1e-9):

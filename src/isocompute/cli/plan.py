@@ -23,7 +23,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--replay",
         metavar="REPLAY.json",
         help="an adaptive sweep's expected case: the share of the full grid's rollouts this replay "
-        "(`isocompute replay`, or a finished sweep's summary.json) spent",
+        "(`isocompute replay`, or a finished adaptive sweep's summary.json) spent",
     )
     need = sizing.add_mutually_exclusive_group()
     need.add_argument(

@@ -11,32 +11,32 @@ from isocompute.fits.table_fit import REQUIRED, read_columns
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    sweep = commands.add_parser("replay", help="replay the adaptive sweep on complete evaluations: rollouts spent, decisions, fits")
-    sweep.add_argument("evals", help="evaluation table of one fixed-B_problem study (CSV or parquet)")
-    sweep.add_argument("--counts", required=True, help="per-problem correct counts (val_counts): the bootstrap's bands")
-    sweep.add_argument("--base-counts", help="the base model's per-problem counts, resampled with --counts")
-    sweep.add_argument("--base-reward", type=float, help="anchor every curve's R0 at this value")
-    sweep.add_argument("--out", required=True, help="REPLAY.json to write")
-    sweep.add_argument("--metric", default="avg@4")
-    sweep.add_argument("--k", type=int, default=4, help="samples per problem in --counts")
-    sweep.add_argument("--bootstrap", type=int, default=50, help="resamples of the validation problems per decision")
-    sweep.add_argument("--seed", type=int, default=0)
-    sweep.add_argument("--rung-factor", type=float, default=2.0, help="compute caps C_max / factor**j")
-    sweep.add_argument("--min-steps", type=int, default=10, help="optimizer steps an arm runs before it may stop")
-    sweep.add_argument("--audit-rungs", type=int, default=1, help="rungs the audit arm runs past its stop (0: none)")
-    sweep.add_argument("--holdout-decades", type=float, default=0.5, help="top compute held out to check the kept data's law")
-    sweep.set_defaults(run=run)
+    replay = commands.add_parser("replay", help="replay the adaptive sweep on complete evaluations: rollouts spent, decisions, fits")
+    replay.add_argument("evals", help="evaluation table of one fixed-B_problem study (CSV or parquet)")
+    replay.add_argument("--counts", required=True, help="per-problem correct counts (val_counts): the bootstrap's bands")
+    replay.add_argument("--base-counts", help="the base model's per-problem counts, resampled with --counts")
+    replay.add_argument("--base-reward", type=float, help="anchor every curve's R0 at this value")
+    replay.add_argument("--out", required=True, help="REPLAY.json to write")
+    replay.add_argument("--metric", default="avg@4")
+    replay.add_argument("--k", type=int, default=4, help="samples per problem in --counts")
+    replay.add_argument("--bootstrap", type=int, default=50, help="resamples of the validation problems per decision")
+    replay.add_argument("--seed", type=int, default=0)
+    replay.add_argument("--rung-factor", type=float, default=2.0, help="compute caps C_max / factor**j")
+    replay.add_argument("--min-steps", type=int, default=10, help="optimizer steps an arm runs before it may stop")
+    replay.add_argument("--audit-rungs", type=int, default=1, help="rungs the audit arm runs past its stop (0: none)")
+    replay.add_argument("--holdout-decades", type=float, default=0.5, help="top compute held out to check the kept data's law")
+    replay.set_defaults(run=run)
 
 
 def replayed(args: argparse.Namespace) -> dict:
     """The replay of `args` (the adaptive sweep imported here, to keep the other commands light)."""
     from isocompute.adaptive.decisions import replay
-    from isocompute.adaptive.rungs import SweepSettings
+    from isocompute.adaptive.rungs import AdaptiveSettings
 
     evals = read_columns(args.evals, [*REQUIRED, args.metric])
     counts = read_columns(args.counts, ["id", "n_correct", "n", "step"])
     options = FitOptions(metric=args.metric, compute="compute_rollouts", by=("n",), base_reward=args.base_reward)
-    settings = SweepSettings(args.rung_factor, args.min_steps, args.audit_rungs)
+    settings = AdaptiveSettings(args.rung_factor, args.min_steps, args.audit_rungs)
     base_counts = read_columns(args.base_counts, []) if args.base_counts else None
     return replay(evals, counts, options, args.k, args.bootstrap, args.seed, settings, base_counts, args.holdout_decades)
 

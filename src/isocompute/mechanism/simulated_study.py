@@ -1,6 +1,6 @@
 """A study of the simulated policy (`isocompute simulate`): its preset, its runs and the pipeline's tables.
 
-A preset (config/presets/simulated.yaml) names the problems (how many, their initial pass rates from a
+A preset (config/simulated/simulated.yaml) names the problems (how many, their initial pass rates from a
 target distribution or a real difficulty table), the policy (answers, feature width, temperature), the
 training recipe (the pipeline's `training:` keys and a recipe's kl_coef and entropy_coef), the
 interference levels (each a problem set here: its channels' scales and the features' overlap) and the

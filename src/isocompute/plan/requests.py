@@ -14,8 +14,9 @@ the plan refuses any other, so what is planned is what status will count.
 
 An adaptive sweep (`sweep.mode: adaptive`) decides its DAG round by round, so a dry run cannot see past its
 first decision. Its plan is two cases: the worst, every arm to C_max (the same config dry-run as the full
-grid), and the expected, the swept runs' training scaled by the share of the full grid's rollouts that a
-replay of the policy (`isocompute replay`, or a finished sweep's summary.json: the same schema) spent.
+grid), and the expected, the adaptive runs' training scaled by the share of the full grid's rollouts that a
+replay of the policy (`isocompute replay`, or a finished adaptive sweep's summary.json: the same schema)
+spent.
 """
 
 from __future__ import annotations
@@ -118,13 +119,13 @@ def plan_report(
     grid's config is loaded once."""
     with loaded_workflow(configfiles, snakefile, directory) as workflow_api:
         config = dict(workflow_api._workflow.config)  # parsed with the Snakefile, as in `loaded_config`
-        if not _swept_runs(workflow_api):
+        if not _adaptive_runs(workflow_api):
             _refuse_replay_of_full_grid(replay)
             table = summarize(_dry_run(workflow_api, pending_only=False))
             return _with_needs(format_table(table), table, config, step_model, retries)
-    sweep = sweep_plan(configfiles, snakefile, directory, replay)
-    assert sweep is not None  # the same config was just found adaptive
-    return _with_needs(format_sweep_plan(sweep), sweep.worst, config, step_model, retries)
+    adaptive = adaptive_plan(configfiles, snakefile, directory, replay)
+    assert adaptive is not None  # the same config was just found adaptive
+    return _with_needs(format_adaptive_plan(adaptive), adaptive.worst, config, step_model, retries)
 
 
 def _with_needs(
@@ -141,12 +142,12 @@ def _with_needs(
 
 
 def _refuse_replay_of_full_grid(replay: str | Path | None) -> None:
-    """A replay's share scales a sweep's swept training: a config without one has nothing to scale."""
+    """A replay's share scales an adaptive sweep's training of its arms: a full grid has nothing to scale."""
     if replay is not None:
         raise PlanError(f"--replay {replay}: the config runs the full grid (sweep.mode is not adaptive)")
 
 
-def _swept_runs(workflow_api: Any) -> set[str]:
+def _adaptive_runs(workflow_api: Any) -> set[str]:
     """The runs an adaptive sweep trains rung by rung: the workflow's own `SWEPT_RUNS` (rules/common.smk;
     none in a Snakefile without it)."""
     # Reading `_workflow` parses the Snakefile, as in `loaded_config`.
@@ -202,46 +203,46 @@ FULL_GRID = {"sweep": {"mode": "full"}}
 
 
 @dataclass(frozen=True)
-class SweepPlan:
+class AdaptivePlan:
     """An adaptive sweep's two cases: the worst (the full grid's jobs) and the expected GPU-hours."""
 
     worst: pd.DataFrame
-    swept_training_gpu_hours: float  # the worst case's training of the swept runs
+    adaptive_training_gpu_hours: float  # the worst case's training of the adaptive runs
     share: float | None  # of the full grid's rollouts, from `source`; None: no replay given
     source: str | None
 
     @property
     def expected_gpu_hours(self) -> float | None:
-        """The worst case less the swept runs' training the sweep is expected not to do. Evaluation stays
-        at the worst case's: an arm stopped early still evaluates its log-spaced checkpoints up to its stop,
-        a larger share of them than of its rollouts."""
+        """The worst case less the adaptive runs' training the adaptive sweep is expected not to do.
+        Evaluation stays at the worst case's: an arm stopped early still evaluates its log-spaced checkpoints
+        up to its stop, a larger share of them than of its rollouts."""
         if self.share is None:
             return None
-        return float(self.worst["gpu_hours"].sum()) - (1 - self.share) * self.swept_training_gpu_hours
+        return float(self.worst["gpu_hours"].sum()) - (1 - self.share) * self.adaptive_training_gpu_hours
 
 
-def sweep_plan(
+def adaptive_plan(
     configfiles: Sequence[str | Path] = (),
     snakefile: str | Path | None = None,
     directory: str | Path = ".",
     replay: str | Path | None = None,
-) -> SweepPlan | None:
-    """The adaptive sweep's cases (None where the config runs the full grid). The swept runs are the
+) -> AdaptivePlan | None:
+    """The adaptive sweep's cases (None where the config runs the full grid). The adaptive runs are the
     workflow's own (`SWEPT_RUNS` of rules/common.smk); the share is `rollouts_spent / rollouts_full_grid`
-    of `replay`, a replay's output or a finished sweep's summary.json."""
+    of `replay`, a replay's output or a finished adaptive sweep's summary.json."""
     with loaded_workflow(configfiles, snakefile, directory) as workflow_api:
-        swept = _swept_runs(workflow_api)
-    if not swept:
+        adaptive = _adaptive_runs(workflow_api)
+    if not adaptive:
         _refuse_replay_of_full_grid(replay)
         return None
     worst = dry_run_jobs(configfiles, snakefile, directory, overrides=FULL_GRID)
-    training = sum(job.gpu_hours for job in worst if job.rule == TRAINING_RULE and job.run in swept)
+    training = sum(job.gpu_hours for job in worst if job.rule == TRAINING_RULE and job.run in adaptive)
     share = None if replay is None else replay_share(replay)
-    return SweepPlan(summarize(worst), training, share, None if replay is None else str(replay))
+    return AdaptivePlan(summarize(worst), training, share, None if replay is None else str(replay))
 
 
 def replay_share(path: str | Path) -> float:
-    """The share of the full grid's rollouts a replay (or a sweep's summary.json) spent, checked."""
+    """The share of the full grid's rollouts a replay (or an adaptive sweep's summary.json) spent, checked."""
     try:
         record = json.loads(Path(path).read_text())
     except (OSError, json.JSONDecodeError) as error:
@@ -249,7 +250,8 @@ def replay_share(path: str | Path) -> float:
     missing = [key for key in ("rollouts_spent", "rollouts_full_grid") if key not in record]
     if missing:
         raise PlanError(
-            f"--replay {path}: missing {missing} (the output of `isocompute replay` or a sweep's summary.json)"
+            f"--replay {path}: missing {missing} (the output of `isocompute replay` or an "
+            f"adaptive sweep's summary.json)"
         )
     spent, full = float(record["rollouts_spent"]), float(record["rollouts_full_grid"])
     if not (0 < full and 0 <= spent <= full):
@@ -259,23 +261,23 @@ def replay_share(path: str | Path) -> float:
     return spent / full
 
 
-def format_sweep_plan(sweep: SweepPlan) -> str:
+def format_adaptive_plan(adaptive: AdaptivePlan) -> str:
     """The worst case's table, then the expected case with where its share came from."""
     lines = [
         "adaptive sweep, worst case: every arm to C_max (the full grid's jobs)",
-        format_table(sweep.worst),
+        format_table(adaptive.worst),
     ]
-    expected = sweep.expected_gpu_hours
+    expected = adaptive.expected_gpu_hours
     if expected is None:
         lines.append(
             "expected case: not known; give --replay REPLAY.json (`isocompute replay` on a complete table "
-            "like this study's, or a finished sweep's summary.json)"
+            "like this study's, or a finished adaptive sweep's summary.json)"
         )
     else:
         lines.append(
-            f"expected case: {expected:,.1f} GPU-hours: the swept runs' training "
-            f"({sweep.swept_training_gpu_hours:,.1f} GPU-hours) x {sweep.share:.0%}, the share of the full "
-            f"grid's rollouts spent in {sweep.source}; evaluation and the rest as in the worst case"
+            f"expected case: {expected:,.1f} GPU-hours: the adaptive runs' training "
+            f"({adaptive.adaptive_training_gpu_hours:,.1f} GPU-hours) x {adaptive.share:.0%}, the share of the full "
+            f"grid's rollouts spent in {adaptive.source}; evaluation and the rest as in the worst case"
         )
     return "\n".join(lines)
 

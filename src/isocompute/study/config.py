@@ -19,13 +19,13 @@ from typing import Any
 import jsonschema
 import yaml
 
-from isocompute.adaptive.rungs import SweepError, SweepSettings, rung_caps
+from isocompute.adaptive.rungs import AdaptiveError, AdaptiveSettings, rung_caps
 from isocompute.data.skill_lookup import SkillLookupTask, check_skill_lookup
 from isocompute.data.tasks import ADDITION, SKILL_LOOKUP, SYNTHETIC_SOURCES, AdditionTask, synthetic_task
 from isocompute.study import upgrades
 from isocompute.study.cluster_rules import CLUSTER_RULES, cluster_rule
 from isocompute.study.grid import GridError, GridPoint, LearningRate, batch_split, expand_grid
-from isocompute.study.recipe_ablations import Ablation, configured_ablations
+from isocompute.study.recipe_ablations import RecipeAblation, configured_recipe_ablations
 from isocompute.study.specs import (
     BaseModelSpec,
     Bucket,
@@ -260,7 +260,7 @@ def run_params(config: Config, point: GridPoint) -> dict[str, Any]:
     """Everything a training job computes with, as plain values (Snakemake reruns it when they change):
     the sampling, the `training` keys without the layout (`params_form`), with the run's own learning
     rate in place of the default, and the run's own recipe. Other recipes, other runs' learning rates and the
-    problem sets' blocks are not among them, so adding an ablation reruns no finished run; nor are fields an
+    problem sets' blocks are not among them, so adding a recipe ablation reruns no finished run; nor are fields an
     upgrade added, at their neutral value (`isocompute.study.upgrades`)."""
     lr = run_lr(config, point)
     training = params_form(config["training"], "training")
@@ -276,7 +276,7 @@ def run_params(config: Config, point: GridPoint) -> dict[str, Any]:
 
 def run_description(config: Config, point: GridPoint) -> dict[str, Any]:
     """A run's settings resolved to plain values (its recipe's name and terms, its learning rate at its
-    batch): what an ablation figure labels and compares its runs by."""
+    batch): what a recipe ablation's figure labels and compares its runs by."""
     lr = run_lr(config, point)
     return {
         "run": point.run,
@@ -482,7 +482,7 @@ def runtime_per_attempt(minutes: list[int]) -> Callable[..., int]:
 
 
 def grid_points(config: Config) -> list[GridPoint]:
-    """Every run the config asks for: the grid's and the ablation studies', each once."""
+    """Every run the config asks for: the grid's and the recipe ablation studies', each once."""
     points = set(expand_blocks(config, config["grid"], "grid"))
     for name, ablation in config.get("ablations", {}).items():
         points.update(expand_blocks(config, ablation["grid"], f"ablations.{name}.grid"))
@@ -492,17 +492,17 @@ def grid_points(config: Config) -> list[GridPoint]:
 def expand_blocks(config: Config, blocks: list[Mapping[str, Any]], key: str) -> list[GridPoint]:
     """One list of grid blocks, with the problem sets' own recipes and the default learning rate."""
     sets = problem_sets(config)
-    sweeps: dict[str, list[str]] = {}
+    size_sweeps: dict[str, list[str]] = {}
     for name, settings in sets.items():
         if settings["sweep"]:
-            sweeps.setdefault(settings["sweep"], []).append(name)
+            size_sweeps.setdefault(settings["sweep"], []).append(name)
     for index, block in enumerate(blocks):
         for recipe in block.get("recipes", []):
             if recipe not in config["recipes"]:
                 raise ConfigError(f"{key}[{index}].recipes names {recipe!r}, not a key of recipes")
     # A size sweep named in a block stands for each of its sizes.
     blocks = [
-        {**block, "problem_sets": [s for name in block["problem_sets"] for s in sweeps.get(name, [name])]}
+        {**block, "problem_sets": [s for name in block["problem_sets"] for s in size_sweeps.get(name, [name])]}
         for block in blocks
     ]
     try:
@@ -591,7 +591,7 @@ def check_config(config: Config) -> list[GridPoint]:
     _check_devices(config)
     points = grid_points(config)
     if not points:
-        raise ConfigError("grid and ablations ask for no run: give grid blocks or an ablation study")
+        raise ConfigError("grid and ablations ask for no run: give grid blocks or a recipe ablation study")
     for point in points:
         try:
             batch_split(point.batch, training["processes"], training["per_device_batch_max"])
@@ -666,17 +666,17 @@ def studies_of(config: Config, points: list[GridPoint]) -> list[Study]:
         raise ConfigError(str(error)) from None
 
 
-def sweep_settings(config: Config, studies: list[Study], points: list[GridPoint]) -> SweepSettings | None:
+def sweep_settings(config: Config, studies: list[Study], points: list[GridPoint]) -> AdaptiveSettings | None:
     """The adaptive sweep's settings (None for the full grid), refused where the sweep could not decide.
 
     An arm stops only on bootstrap bands (per-problem counts, `fits.bootstrap` > 0); the frontier's arm and
-    its two neighbours always continue (three arms at least); and a sweep decides between rungs (two at
+    its two neighbours always continue (three arms at least); and an adaptive sweep decides between rungs (two at
     least from training.compute_min to compute_max). The fixed-B_problem studies are the ones it adapts.
     """
     sweep = config.get("sweep", {"mode": "full"})
     if sweep["mode"] != "adaptive":
         return None
-    settings = SweepSettings(**{key: sweep[key] for key in ("rung_factor", "min_steps", "audit_rungs") if key in sweep})
+    settings = AdaptiveSettings(**{key: sweep[key] for key in ("rung_factor", "min_steps", "audit_rungs") if key in sweep})
     if config["fits"]["bootstrap"] == 0:
         raise ConfigError(
             "sweep.mode=adaptive needs fits.bootstrap > 0: an arm stops only on bootstrap bands of the "
@@ -698,8 +698,8 @@ def sweep_settings(config: Config, studies: list[Study], points: list[GridPoint]
             key = "studies.joint" if study.kind == "joint" else f"studies.{study.kind}"
             raise ConfigError(
                 f"sweep.mode=adaptive: the {study.kind} study {study.name} on {study.problem_set} shares runs with an "
-                f"adapted fixed-B_problem study, whose arms end where the sweep stops them: its frontier would be "
-                f"fitted on cut curves. Leave it out ({key}) or run it in a full sweep"
+                f"adapted fixed-B_problem study, whose arms end where the adaptive sweep stops them: its frontier "
+                f"would be fitted on cut curves. Leave it out ({key}) or run the full grid (sweep.mode: full)"
             )
     both = {p.run for p in points if (p.problem_set, p.run) in swept} & {
         p.run for p in points if (p.problem_set, p.run) not in swept
@@ -712,7 +712,7 @@ def sweep_settings(config: Config, studies: list[Study], points: list[GridPoint]
     training = config["training"]
     try:
         caps = rung_caps(training["compute_min"], training["compute_max"], settings.rung_factor)
-    except SweepError as error:
+    except AdaptiveError as error:
         raise ConfigError(str(error)) from None
     if len(caps) < 2:
         raise ConfigError(
@@ -722,11 +722,11 @@ def sweep_settings(config: Config, studies: list[Study], points: list[GridPoint]
     return settings
 
 
-def ablations_of(config: Config) -> list[Ablation]:
+def ablations_of(config: Config) -> list[RecipeAblation]:
     """The configured recipe ablations (`ablations:`), one per named study and problem set."""
     ablations = config.get("ablations", {})
     points = {name: expand_blocks(config, spec["grid"], f"ablations.{name}.grid") for name, spec in ablations.items()}
     try:
-        return configured_ablations(ablations, points)
+        return configured_recipe_ablations(ablations, points)
     except StudyError as error:
         raise ConfigError(str(error)) from None

@@ -1,4 +1,4 @@
-"""The sweep's grid and the recipe rules that follow from a grid point.
+"""The grid and the recipe rules that follow from a grid point.
 
 One definition each of: a grid point and its run name, the learning-rate rule, the number of optimizer
 steps a compute budget buys, and the compute points where a run saves a checkpoint.
@@ -151,7 +151,7 @@ def expand_grid(
     `n_baseline`. A recipe that is the set's own (`set_recipes`) and settings equal to `default_lr` are the
     defaults, so naming them explicitly gives the default point. A point whose sampled batch exceeds its
     problem set's `max_batch` is an error rather than silently dropped, unless the block says
-    `drop_over_max_batch` (the paper's sweep: every pair of the two ranges with B_problem * n <= max_batch).
+    `drop_over_max_batch` (the paper's grid: every pair of the two ranges with B_problem * n <= max_batch).
     `key` is the config key the blocks come from, for error messages.
     """
     set_recipes = set_recipes or {}

@@ -1,11 +1,12 @@
-"""Recipe ablations: the runs that fix the study's recipe before any scaling sweep, compared side by side.
+"""Recipe ablations: the runs that fix the study's recipe before the grid's scaling studies, compared side
+by side.
 
-An ablation study (config `ablations:`) names its own grid blocks, whose runs differ in what the scaling
+A recipe ablation study (config `ablations:`) names its own grid blocks, whose runs differ in what the scaling
 study holds fixed: the recipe (paper Fig. 3: KL, entropy, the zero-variance filter), the learning-rate
 anchor and rule (Fig. 4), or the decoupled baseline (Fig. 22). Its runs join the grid, keyed like every
-other run, so a run that is also part of the sweep trains once; the scaling studies select only runs on
-their set's default recipe and learning rate (`GridPoint.is_default`), so an ablation enters none of
-their fits. Every ablation study is drawn as training health (Fig. 3's panels) and by its kind's figure.
+other run, so a run that is also on the grid trains once; the scaling studies select only runs on
+their set's default recipe and learning rate (`GridPoint.is_default`), so a recipe ablation enters none
+of their fits. Every recipe ablation study is drawn as training health (Fig. 3's panels) and by its kind's figure.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from isocompute.study.grid import GridPoint
 from isocompute.study.studies import StudyError, parse_study
 
-# The kinds of ablation study, and what each compares.
+# The kinds of recipe ablation study, and what each compares.
 KINDS = {
     "regularization": "recipes (KL, entropy, zero-variance filter) at one (B_problem, n): paper Fig. 3",
     "learning_rate": "the lr_base anchor at B = B_ref, and the rules constant, linear, sqrt at larger B: Fig. 4",
@@ -26,8 +27,8 @@ KINDS = {
 
 
 @dataclass(frozen=True)
-class Ablation:
-    """One ablation study on one problem set: its name (the results folder), kind and runs."""
+class RecipeAblation:
+    """One recipe ablation study on one problem set: its name (the results folder), kind and runs."""
 
     name: str
     kind: str
@@ -35,10 +36,10 @@ class Ablation:
     runs: tuple[GridPoint, ...]
 
 
-def configured_ablations(
+def configured_recipe_ablations(
     ablations: Mapping[str, Mapping[str, Any]], points: Mapping[str, Sequence[GridPoint]]
-) -> list[Ablation]:
-    """Every ablation study on each problem set its blocks name; `points[name]` are its expanded runs.
+) -> list[RecipeAblation]:
+    """Every recipe ablation study on each problem set its blocks name; `points[name]` are its expanded runs.
 
     A study needs at least two runs on each of its sets (it compares them), a name that is not one of
     the scaling studies' (`bp<B_problem>`, `batch<B>`, `joint`: they share the results folders), and a
@@ -55,8 +56,8 @@ def configured_ablations(
         for problem_set in sorted({p.problem_set for p in points[name]}):
             runs = tuple(p for p in points[name] if p.problem_set == problem_set)
             if len(runs) < 2:
-                raise StudyError(f"ablations.{name} on {problem_set} has one run; an ablation compares at least two")
+                raise StudyError(f"ablations.{name} on {problem_set} has one run; a recipe ablation compares at least two")
             if spec["kind"] == "decoupled_baseline" and not any(p.n_baseline for p in runs):
                 raise StudyError(f"ablations.{name} on {problem_set}: a decoupled_baseline study needs a run with n_baseline")
-            result.append(Ablation(name, spec["kind"], problem_set, runs))
+            result.append(RecipeAblation(name, spec["kind"], problem_set, runs))
     return result

@@ -120,7 +120,7 @@ def point_status(config: Config, directory: Path, point: GridPoint, now: float) 
         val = float(evals[metric].iloc[-1]) if metric in evals.columns and len(evals) else None
     benchmarks = directory / roots["benchmarks"]
     if (benchmarks / "train_grpo_rung" / point.problem_set / point.run).is_dir():
-        # a swept run: every finished rung job has its benchmark record (counted with POINT_RULES)
+        # an adaptive sweep's run: every finished rung job has its benchmark record (counted with POINT_RULES)
         tried = [attempt for attempt in tried if attempt.outcome != "finished"]  # a live one stays last
     gpu_hours = _attempt_hours(tried, trained, benchmarks / "train_grpo" / bench, now, live)
     gpu_hours += _benchmark_hours(benchmarks / "train_grpo" / bench, config, "train_grpo", tried)

@@ -3,7 +3,7 @@ decoupled baseline (paper Figs. 3 and 22), as one small subclass of TRL's `GRPOT
 
 TRL puts every sampled completion into the loss. A group whose rewards are all equal gets advantage 0, so
 it adds nothing to the policy gradient, but it still counts in the loss's averages and still feels the KL
-and entropy terms. The study's ablations ask for:
+and entropy terms. The study's recipe ablations ask for:
 
 - the `full` zero-variance filter: such groups leave the loss entirely (policy, KL, entropy) and the loss is
   averaged over the step's remaining completions; nothing is sampled to refill the batch, and compute still
