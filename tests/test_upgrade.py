@@ -1,11 +1,17 @@
 """A study survives its own upgrades: code edits and added settings rerun nothing it finished, a change of
-a run's math reruns exactly that run and what depends on it (docs/guide/upgrading.md)."""
+a run's math reruns exactly that run and what depends on it (docs/guide/upgrading.md); a study finished on
+the old layout of the package and rules has nothing to do once this checkout's layout is pulled over it."""
 
 from __future__ import annotations
 
+import io
+import json
+import os
 import re
 import shutil
 import subprocess
+import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -13,7 +19,11 @@ from conftest import REPO, copy_of_study
 from test_workflow import MICRO, snakemake
 
 from isocompute.study import upgrades
+from isocompute.study.artifacts import describe_artifact
 
+# The last commit of the old layout: the flat package src/isocompute/*.py and rules/*.smk as they were
+# before the move into subpackages. A study finished on it must survive the move.
+OLD_LAYOUT = "0221a7ff4cd35183d1b2e2db7f9ed01a5ed3d90d"
 # An added field whose default (TRL's own max_grad_norm) computes what the study computed before it.
 ADDED_FIELD = "max_grad_norm"
 # Layout settings changed in a finished study.
@@ -59,6 +69,11 @@ def snakemake_in(workdir: Path, *args: str, configfiles: tuple[str, ...] = (MICR
     return snakemake(workdir, *args, configfiles=configfiles, package=workdir / "src")
 
 
+def assert_nothing_to_be_done(result: subprocess.CompletedProcess[str]) -> None:
+    output = result.stdout + result.stderr
+    assert result.returncode == 0 and "Nothing to be done" in output, output[-3000:]
+
+
 def planned(result: subprocess.CompletedProcess[str]) -> dict[str, str]:
     """A dry run's jobs: first output -> rule."""
     assert result.returncode == 0, result.stderr[-3000:]
@@ -85,8 +100,7 @@ def add_training_field(workdir: Path) -> None:
 def test_upgrades_rerun_nothing_finished_unless_a_runs_math_changed(finished_micro_study: Path, tmp_path: Path) -> None:
     workdir = copy_of_study(finished_micro_study, tmp_path / "workdir")
     shutil.copytree(REPO / "src", workdir / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    finished = snakemake_in(workdir, "-n")  # the finished study, on the copy's own package
-    assert "Nothing to be done" in finished.stdout + finished.stderr, finished.stdout[-3000:]
+    assert_nothing_to_be_done(snakemake_in(workdir, "-n"))  # the finished study, on the copy's own package
 
     # A pull that touches every workflow script, rule file and library module.
     code = [
@@ -104,18 +118,12 @@ def test_upgrades_rerun_nothing_finished_unless_a_runs_math_changed(finished_mic
     assert "train_grpo" in unregistered.values()
     registry = workdir / "src/isocompute/study/upgrades.py"
     registry.write_text(registry.read_text() + f'\nADDED_SETTINGS["training.{ADDED_FIELD}"] = 1.0\n')
-    nothing = snakemake_in(workdir, "-n")
-    assert (
-        nothing.returncode == 0 and "Nothing to be done" in nothing.stdout + nothing.stderr
-    ), nothing.stdout[-3000:]
+    assert_nothing_to_be_done(snakemake_in(workdir, "-n"))
 
     # A new layout reruns nothing: less memory for vLLM and other engine arguments (after an out-of-memory
     # error, say), other tensor parallelism, server GPUs, processes and micro-batches.
     (workdir / "layout.yaml").write_text(LAYOUT)
-    relaid = snakemake_in(workdir, "-n", configfiles=(MICRO, "layout.yaml"))
-    assert (
-        relaid.returncode == 0 and "Nothing to be done" in relaid.stdout + relaid.stderr
-    ), relaid.stdout[-3000:]
+    assert_nothing_to_be_done(snakemake_in(workdir, "-n", configfiles=(MICRO, "layout.yaml")))
 
     # A change of the runs' math (every micro run uses the default lr_base) reruns exactly the training
     # jobs and what depends on them: the jobs Snakemake plans when those three runs alone are forced.
@@ -132,3 +140,103 @@ def test_upgrades_rerun_nothing_finished_unless_a_runs_math_changed(finished_mic
     assert not upstream & set(changed.values())
     assert {"build_problem_sets", "evaluate_base_model"}.isdisjoint(changed.values())
     assert {"evaluate_run", "fit_study", "gather_evaluations"} <= set(changed.values())
+
+
+def git(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, check=False)
+
+
+def old_layout_tree(target: Path) -> set[str]:
+    """The old layout's tree, as a clone checked out at `OLD_LAYOUT` has it, written into `target`; its
+    files' names. Skips where this checkout cannot say (no git, not a git checkout, a shallow clone)."""
+    if shutil.which("git") is None or git("rev-parse", "--git-dir").returncode != 0:
+        pytest.skip(f"{REPO} is not a git checkout: the old layout ({OLD_LAYOUT[:7]}) comes from its history")
+    if git("cat-file", "-e", f"{OLD_LAYOUT}^{{commit}}").returncode != 0:
+        reason = f"old layout's commit {OLD_LAYOUT[:7]} not in this clone (shallow? git fetch --unshallow)"
+        pytest.skip(reason)
+    archive = git("archive", "--format=tar", OLD_LAYOUT)
+    assert archive.returncode == 0, archive.stderr.decode()
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extraction_filter = getattr(tarfile, "data_filter", None)  # none before Python 3.11.4
+        tar.extractall(target)
+        return {member.name for member in tar.getmembers() if member.isfile()}
+
+
+def new_layout_files() -> set[str]:
+    """This checkout's tree as a pull would leave it: tracked and not-ignored files, deleted ones left out."""
+    listed = git("ls-files", "-z", "--cached", "--others", "--exclude-standard")
+    assert listed.returncode == 0, listed.stderr.decode()
+    return {name for name in listed.stdout.decode().split("\0") if name and (REPO / name).is_file()}
+
+
+def pull_new_layout(study: Path, old_files: set[str]) -> None:
+    """What pulling this checkout does to a study's folder on the old layout: files the new tree no longer
+    has deleted (and folders left empty), added and changed ones written; unchanged files (their times),
+    results/, logs/ and .snakemake/ left as they are."""
+    new_files = new_layout_files()
+    for name in sorted(old_files - new_files):
+        path = study / name
+        path.unlink()
+        while path.parent != study and not any(path.parent.iterdir()):
+            path = path.parent
+            path.rmdir()
+    for name in sorted(new_files):
+        source, target = REPO / name, study / name
+        if not target.is_file() or target.read_bytes() != source.read_bytes():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(source, target)
+
+
+def declared_outputs(workdir: Path) -> dict[str, str]:
+    """`snakemake --summary` on the folder's own layout: every output the study declares -> its plan ("no
+    update" or why not). Its status may say "rule implementation changed": code is no rerun trigger."""
+    result = snakemake_in(workdir, "--summary")
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = result.stdout.split("output_file\t", 1)[1].splitlines()[1:]
+    return {row.split("\t")[0]: row.split("\t")[5] for row in rows if row.strip()}
+
+
+def result_files(study: Path) -> dict[str, int]:
+    """Every file under results/ -> its mtime (ns), which Snakemake compares."""
+    files = (p for p in (study / "results").rglob("*") if p.is_file())
+    return {p.relative_to(study).as_posix(): p.stat().st_mtime_ns for p in files}
+
+
+@pytest.mark.slow
+def test_a_study_finished_on_the_old_layout_has_nothing_to_do_on_the_new(tmp_path: Path) -> None:
+    """The micro study run to the end on `OLD_LAYOUT`'s tree and package, then this checkout pulled over it
+    (moved modules and rules gone): Snakemake plans no job, and every result, its time and each fits.json
+    stay as they were, at the paths this layout declares."""
+    study = tmp_path / "study"
+    old_files = old_layout_tree(study)
+    # Jobs import the old tree's own package (PYTHONPATH comes before an installed editable one).
+    imported = subprocess.run(
+        [sys.executable, "-c", "import isocompute; print(isocompute.__file__)"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=study,
+        env={**os.environ, "PYTHONPATH": str(study / "src")},
+    )
+    assert Path(imported.stdout.strip()) == study / "src/isocompute/__init__.py", imported.stderr
+    finished = snakemake_in(study)
+    assert finished.returncode == 0, finished.stderr[-4000:]
+    before = result_files(study)
+    old_outputs = declared_outputs(study)
+    fits = {name: (study / name).read_bytes() for name in before if name.endswith("/fits.json")}
+    assert len(fits) == 3 and len(old_outputs) > 50
+
+    pull_new_layout(study, old_files)
+    assert result_files(study) == before  # the pull itself leaves every result and its time alone
+    dry = snakemake_in(study, "-n")
+    print("", *[line for line in dry.stdout.splitlines() if line.strip()][-2:], sep="\n")
+    assert planned(dry) == {}, dry.stdout[-3000:]
+    assert_nothing_to_be_done(dry)
+    # The new layout declares the same artifacts at the same paths, every one up to date, and its catalogue
+    # names every file the old layout left.
+    assert declared_outputs(study) == dict.fromkeys(old_outputs, "no update")
+    produced = [name.removeprefix("results/") for name in before if not Path(name).name.startswith(".")]
+    assert [name for name in produced if describe_artifact(name) is None] == []
+    assert result_files(study) == before
+    assert {name: (study / name).read_bytes() for name in fits} == fits
+    assert all(json.loads(content)["fits"] for content in fits.values())
