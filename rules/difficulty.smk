@@ -1,6 +1,17 @@
 # Stage 3: difficulty bucketing, avg@k of the base model per problem, sharded over problems.
 
 
+localrules:
+    gather_difficulty,
+
+
+def get_difficulty_shards():
+    return expand(
+        results("difficulty/shards/shard{shard}.parquet"),
+        shard=range(config["difficulty"]["shards"]),
+    )
+
+
 rule score_difficulty:
     input:
         pool=get_problem_pool(),

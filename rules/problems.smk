@@ -1,6 +1,10 @@
 # Stage 1: the problem pool, as the pipeline's problem table (id, prompt, answer).
 
 
+def get_problem_pool():
+    return results("problems/pool.parquet")
+
+
 if config["problems"]["source"] != "table":
 
     rule make_problem_pool:
