@@ -1,9 +1,7 @@
 # Stage 2: the base model the embedded default trains itself (skipped when base_model.pretrained is set).
 
 
-def get_base_model_input():
-    """A file dependency only when the pipeline builds the model itself."""
-    return [] if config["base_model"]["pretrained"] else [results("base_model/model")]
+include: "inputs/base_model.smk"
 
 
 rule pretrain_base_model:

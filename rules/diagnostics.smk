@@ -3,13 +3,7 @@
 # probe of the base model on problem sets (`snakemake interference_probe`: every swept set together).
 
 
-def interference_probe_paths():
-    """The probe of every swept set together (`results/interference/easy+hard/`), with its figure."""
-    probe = "+".join(SWEPT_SETS)
-    return [
-        results(f"interference/{probe}/probe.json"),
-        *(results(f"figures/interference/{probe}.{ext}") for ext in ("png", "pdf")),
-    ]
+include: "inputs/diagnostics.smk"
 
 
 localrules:

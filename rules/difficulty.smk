@@ -1,15 +1,11 @@
 # Stage 3: difficulty bucketing, avg@k of the base model per problem, sharded over problems.
 
 
+include: "inputs/difficulty.smk"
+
+
 localrules:
     gather_difficulty,
-
-
-def get_difficulty_shards():
-    return expand(
-        results("difficulty/shards/shard{shard}.parquet"),
-        shard=range(config["difficulty"]["shards"]),
-    )
 
 
 rule score_difficulty:

@@ -1,19 +1,11 @@
 # Stage 6: avg@k, best@k, worst@k per checkpoint on validation; pass rates on a training sample.
 
 
+include: "inputs/evaluate.smk"
+
+
 localrules:
     gather_evaluations,
-
-
-def eval_table(eval_set):
-    """The validation problems of an evaluation set: a problem set's, or an out-of-domain table."""
-    if eval_set in OUT_OF_DOMAIN:
-        return results(f"out_of_domain/{eval_set}.parquet")
-    return results(f"problem_sets/{eval_set}/val.parquet")
-
-
-def get_eval_table(wildcards):
-    return eval_table(wildcards.eval_set)
 
 
 rule import_out_of_domain:

@@ -2,21 +2,11 @@
 # mixture): validation problems from one seeded reserve of the pool, training problems from the rest.
 
 
+include: "inputs/problem_sets.smk"
+
+
 localrules:
     build_problem_sets,
-
-
-def get_problem_set_inputs(wildcards):
-    """The pool and bucketing, and the staged pass@k tables a pass_at set (or mixture with one) reads."""
-    build = PROBLEM_SETS[wildcards.problem_set]["build"]
-    return {
-        "pool": get_problem_pool(),
-        "difficulty": results("difficulty/problem_difficulty.parquet"),
-        "pass_at": [
-            results(f"difficulty/pass_at{k}.parquet")
-            for k in study_config.pass_at_ks(build)
-        ],
-    }
 
 
 rule score_pass_at:

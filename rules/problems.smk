@@ -1,8 +1,7 @@
 # Stage 1: the problem pool, as the pipeline's problem table (id, prompt, answer).
 
 
-def get_problem_pool():
-    return results("problems/pool.parquet")
+include: "inputs/problems.smk"
 
 
 if config["problems"]["source"] != "table":
