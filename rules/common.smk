@@ -116,3 +116,17 @@ def run_files(points, name, stage="evaluation"):
 
 def study_fits(study):
     return results(f"fits/{study.problem_set}/{study.name}/fits.json")
+
+
+def sampler_params(*keys):
+    """The model and sampler settings of the rules that sample (all of them, or those `keys`), one param
+    each; `settings_of` leaves out what an upgrade added, so none reruns a finished job.
+    """
+    values = {
+        "pretrained": config["base_model"]["pretrained"],
+        "sampling": settings_of("sampling"),
+        "generation": settings_of("generation"),
+        "checker": config["problems"]["checker"],
+        "seed": config["seed"],
+    }
+    return {key: values[key] for key in keys or values}

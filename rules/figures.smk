@@ -35,7 +35,7 @@ rule plot_study_figure:
         "../workflow/scripts/plot_figure.py"
 
 
-rule plot_study_figure_on:
+use rule plot_study_figure as plot_study_figure_on with:
     input:
         fits=[results("fits/{problem_set}/{study}/on_{eval_set}/fits.json")],
         base=[results("evaluation/{eval_set}/base_model.parquet")],
@@ -51,17 +51,9 @@ rule plot_study_figure_on:
         logs("plot_study_figure_on/{problem_set}/{study}/{eval_set}/{figure}.log"),
     wildcard_constraints:
         figure="fig05_frontier|fig06_nstar",
-    conda:
-        "../envs/isocompute.yaml"
-    params:
-        figures=config["figures"],
-        metric=config["fits"]["metric"],
-        k=config["evaluation"]["k"],
-    script:
-        "../workflow/scripts/plot_figure.py"
 
 
-rule plot_set_figure:
+use rule plot_study_figure as plot_set_figure with:
     input:
         unpack(get_set_figure_inputs),
     output:
@@ -74,14 +66,6 @@ rule plot_set_figure:
         pdf=results("figures/{problem_set}/{figure}.pdf"),
     log:
         logs("plot_set_figure/{problem_set}/{figure}.log"),
-    conda:
-        "../envs/isocompute.yaml"
-    params:
-        figures=config["figures"],
-        metric=config["fits"]["metric"],
-        k=config["evaluation"]["k"],
-    script:
-        "../workflow/scripts/plot_figure.py"
 
 
 rule plot_ablation_figure:
