@@ -81,7 +81,7 @@ wildcard_constraints:
     shard=r"\d+",
     rung=r"\d+",
     round=r"\d+",
-    study=r"bp\d+|batch\d+|joint",
+    study=studies.NAME_PATTERN,
     ablation=one_of(name for _, name in ABLATIONS),
     figure="|".join(FIGURES),
     data_figure=one_of(DATA_FIGURES),

@@ -19,7 +19,9 @@ def rung_steps_of(point):
 
 def swept_study_of(point):
     """The adapted fixed-B_problem study a swept run is an arm of."""
-    return SWEPT_STUDIES[(point.problem_set, f"bp{point.b_problem}")]
+    return SWEPT_STUDIES[
+        (point.problem_set, studies.study_name("fixed_b_problem", point.b_problem))
+    ]
 
 
 def sweep_round(problem_set, study, round):
