@@ -15,46 +15,13 @@ def data_study(problem_set):
     )
 
 
-def data_figure_instances():
-    """Each data-ablation figure's instances, each with the (set, evaluation set) pairs it draws in order;
-    an evaluation set of None is the set's own validation set."""
-    with_study = {name for name in PROBLEM_SETS if data_study(name)}
-    sweeps = {}
-    for name, settings in PROBLEM_SETS.items():
-        if settings["sweep"] and name in with_study:
-            sweeps.setdefault(settings["sweep"], []).append(name)
-    instances = {
-        f"fig14_train_vs_val_{sweep}": [
-            (n, None)
-            for n in sorted(names, key=lambda n: PROBLEM_SETS[n]["build"]["train_size"])
-        ]
-        for sweep, names in sweeps.items()
-    }
-    mixtures = sorted(n for n in with_study if PROBLEM_SETS[n]["mix_of"])
-    if mixtures:
-        components = {c for n in mixtures for c in PROBLEM_SETS[n]["mix_of"]}
-        study = data_study(mixtures[0]).name
-        instances[f"fig15_mixtures_{study}"] = [
-            *((n, on) for n in mixtures for on in [None, *EXTRA_EVALUATION.get(n, [])]),
-            *((n, None) for n in sorted(components & with_study)),
-        ]
-    for name in sorted(with_study):
-        parts = PROBLEM_SETS[name]["build"]["parts"]
-        if len(parts) == 1 and "pass_at" in parts[0]:
-            instances[f"fig20_extremely_hard_{name}"] = [(name, None)]
-    for ood in OUT_OF_DOMAIN:
-        pairs = [
-            pair
-            for name in sorted(with_study)
-            if ood in EXTRA_EVALUATION.get(name, [])
-            for pair in ((name, None), (name, ood))
-        ]
-        if pairs:
-            instances[f"fig21_out_of_domain_{ood}"] = pairs
-    return instances
-
-
-DATA_FIGURE_SETS = data_figure_instances()
+# Each data-ablation figure's instances with the (set, evaluation set) pairs each draws.
+DATA_FIGURE_SETS = data_ablation_fits.data_figure_instances(
+    PROBLEM_SETS,
+    {name: data_study(name).name for name in PROBLEM_SETS if data_study(name)},
+    EXTRA_EVALUATION,
+    OUT_OF_DOMAIN,
+)
 
 
 def data_figure_sets(wildcards):
