@@ -17,12 +17,13 @@ include: "rules/base_model.smk"
 include: "rules/difficulty.smk"
 include: "rules/problem_sets.smk"
 include: "rules/train.smk"
-include: "rules/sweep.smk"
 include: "rules/evaluate.smk"
+include: "rules/sweep.smk"
 include: "rules/fit.smk"
 include: "rules/figures.smk"
 include: "rules/data_ablations.smk"
 include: "rules/diagnostics.smk"
+include: "rules/targets.smk"
 
 
 rule all:

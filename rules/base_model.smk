@@ -1,6 +1,9 @@
 # Stage 2: the base model the embedded default trains itself (skipped when base_model.pretrained is set).
 
 
+include: "inputs/base_model.smk"
+
+
 rule pretrain_base_model:
     output:
         model=directory(results("base_model/model")),

@@ -2,6 +2,14 @@
 # and the figures comparing sets. Each figure is a target (`snakemake fig20_extremely_hard`).
 
 
+include: "inputs/data_ablations.smk"
+
+
+localrules:
+    fit_train_metrics,
+    plot_data_figure,
+
+
 rule fit_train_metrics:
     input:
         unpack(get_train_fit_inputs),
@@ -47,12 +55,3 @@ rule plot_data_figure:
         k=config["evaluation"]["k"],
     script:
         "../workflow/scripts/plot_data_figure.py"
-
-
-for data_figure_name in DATA_FIGURES:
-
-    rule:
-        name:
-            data_figure_name
-        input:
-            data_figure_paths(data_figure_name),

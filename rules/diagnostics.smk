@@ -3,6 +3,9 @@
 # probe of the base model on problem sets (`snakemake interference_probe`: every swept set together).
 
 
+include: "inputs/diagnostics.smk"
+
+
 localrules:
     tabulate_diagnostics,
     plot_diagnostics,

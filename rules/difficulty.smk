@@ -1,6 +1,13 @@
 # Stage 3: difficulty bucketing, avg@k of the base model per problem, sharded over problems.
 
 
+include: "inputs/difficulty.smk"
+
+
+localrules:
+    gather_difficulty,
+
+
 rule score_difficulty:
     input:
         pool=get_problem_pool(),
@@ -17,12 +24,8 @@ rule score_difficulty:
     resources:
         **study_config.rule_resources(config, "score_difficulty"),
     params:
-        pretrained=config["base_model"]["pretrained"],
+        **sampler_params(),
         difficulty={key: config["difficulty"][key] for key in ("samples", "shards")},
-        sampling=settings_of("sampling"),
-        generation=settings_of("generation"),
-        checker=config["problems"]["checker"],
-        seed=config["seed"],
     script:
         "../workflow/scripts/score_difficulty.py"
 

@@ -1,6 +1,13 @@
 # Stage 6: avg@k, best@k, worst@k per checkpoint on validation; pass rates on a training sample.
 
 
+include: "inputs/evaluate.smk"
+
+
+localrules:
+    gather_evaluations,
+
+
 rule import_out_of_domain:
     output:
         table=results("out_of_domain/{eval_set}.parquet"),
@@ -34,12 +41,8 @@ rule evaluate_base_model:
     resources:
         **study_config.rule_resources(config, "evaluate_base_model"),
     params:
-        pretrained=config["base_model"]["pretrained"],
+        **sampler_params(),
         k=config["evaluation"]["k"],
-        sampling=settings_of("sampling"),
-        generation=settings_of("generation"),
-        checker=config["problems"]["checker"],
-        seed=config["seed"],
     script:
         "../workflow/scripts/evaluate_base_model.py"
 
@@ -67,12 +70,9 @@ rule evaluate_run:
     resources:
         **study_config.rule_resources(config, "evaluate_run"),
     params:
+        **sampler_params("sampling", "generation", "checker", "seed"),
         point=point_of,
         evaluation=settings_of("evaluation"),
-        sampling=settings_of("sampling"),
-        generation=settings_of("generation"),
-        checker=config["problems"]["checker"],
-        seed=config["seed"],
     script:
         "../workflow/scripts/evaluate_run.py"
 
@@ -96,12 +96,9 @@ rule evaluate_run_on:
     resources:
         **study_config.rule_resources(config, "evaluate_run_on"),
     params:
+        **sampler_params("sampling", "generation", "checker", "seed"),
         point=point_of,
         k=config["evaluation"]["k"],
-        sampling=settings_of("sampling"),
-        generation=settings_of("generation"),
-        checker=config["problems"]["checker"],
-        seed=config["seed"],
     script:
         "../workflow/scripts/evaluate_run_on.py"
 

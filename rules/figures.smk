@@ -2,6 +2,16 @@
 # evaluation tables and fits, so restyling one never retrains or refits anything.
 
 
+include: "inputs/figures.smk"
+
+
+localrules:
+    plot_study_figure,
+    plot_study_figure_on,
+    plot_set_figure,
+    plot_ablation_figure,
+
+
 rule plot_study_figure:
     input:
         unpack(get_study_figure_inputs),
@@ -25,7 +35,7 @@ rule plot_study_figure:
         "../workflow/scripts/plot_figure.py"
 
 
-rule plot_study_figure_on:
+use rule plot_study_figure as plot_study_figure_on with:
     input:
         fits=[results("fits/{problem_set}/{study}/on_{eval_set}/fits.json")],
         base=[results("evaluation/{eval_set}/base_model.parquet")],
@@ -41,17 +51,9 @@ rule plot_study_figure_on:
         logs("plot_study_figure_on/{problem_set}/{study}/{eval_set}/{figure}.log"),
     wildcard_constraints:
         figure="fig05_frontier|fig06_nstar",
-    conda:
-        "../envs/isocompute.yaml"
-    params:
-        figures=config["figures"],
-        metric=config["fits"]["metric"],
-        k=config["evaluation"]["k"],
-    script:
-        "../workflow/scripts/plot_figure.py"
 
 
-rule plot_set_figure:
+use rule plot_study_figure as plot_set_figure with:
     input:
         unpack(get_set_figure_inputs),
     output:
@@ -64,14 +66,6 @@ rule plot_set_figure:
         pdf=results("figures/{problem_set}/{figure}.pdf"),
     log:
         logs("plot_set_figure/{problem_set}/{figure}.log"),
-    conda:
-        "../envs/isocompute.yaml"
-    params:
-        figures=config["figures"],
-        metric=config["fits"]["metric"],
-        k=config["evaluation"]["k"],
-    script:
-        "../workflow/scripts/plot_figure.py"
 
 
 rule plot_ablation_figure:
@@ -95,25 +89,3 @@ rule plot_ablation_figure:
         metric=config["fits"]["metric"],
     script:
         "../workflow/scripts/plot_ablation_figure.py"
-
-
-for figure_name in FIGURES:
-
-    rule:
-        name:
-            figure_name
-        input:
-            figure_paths(figure_name),
-
-
-rule write_results_index:
-    input:
-        get_study_outputs(),
-    output:
-        index=results("README.md"),
-    log:
-        logs("write_results_index.log"),
-    conda:
-        "../envs/isocompute.yaml"
-    script:
-        "../workflow/scripts/write_results_index.py"

@@ -2,6 +2,15 @@
 # for avg@k, best@k and worst@k, with bootstrap intervals over validation problems.
 
 
+include: "inputs/fit.smk"
+
+
+localrules:
+    fit_study,
+    fit_study_on,
+    recommend_allocation,
+
+
 rule fit_study:
     input:
         unpack(get_study_fit_inputs),

@@ -2,6 +2,13 @@
 # mixture): validation problems from one seeded reserve of the pool, training problems from the rest.
 
 
+include: "inputs/problem_sets.smk"
+
+
+localrules:
+    build_problem_sets,
+
+
 rule score_pass_at:
     input:
         pool=get_problem_pool(),
@@ -20,11 +27,7 @@ rule score_pass_at:
     resources:
         **study_config.rule_resources(config, "score_pass_at"),
     params:
-        pretrained=config["base_model"]["pretrained"],
-        sampling=settings_of("sampling"),
-        generation=settings_of("generation"),
-        checker=config["problems"]["checker"],
-        seed=config["seed"],
+        **sampler_params(),
     script:
         "../workflow/scripts/score_pass_at.py"
 

@@ -1,6 +1,9 @@
 # Stage 1: the problem pool, as the pipeline's problem table (id, prompt, answer).
 
 
+include: "inputs/problems.smk"
+
+
 if config["problems"]["source"] != "table":
 
     rule make_problem_pool:

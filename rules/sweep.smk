@@ -3,7 +3,16 @@
 # names (finish_sweep_run), so fits, figures and diagnostics read it as a run of the full grid.
 
 
-rule train_grpo_rung:
+include: "inputs/sweep.smk"
+
+
+localrules:
+    decide_sweep_round,
+    finish_sweep_run,
+    summarize_sweep,
+
+
+use rule train_grpo as train_grpo_rung with:
     input:
         unpack(get_rung_training_inputs),
     output:
@@ -17,24 +26,20 @@ rule train_grpo_rung:
         run=one_of(SWEPT_RUNS),
     conda:
         study_config.conda_env(config, "train_grpo_rung")
-    threads: 1
     resources:
         **study_config.rule_resources(config, "train_grpo_rung"),
     params:
-        pretrained=config["base_model"]["pretrained"],
+        **sampler_params("pretrained", "checker"),
         point=point_of,
         settings=run_params,
-        checker=config["problems"]["checker"],
         # The run's own folder: each rung goes on from the previous rung's last checkpoint.
         run_dir=lambda wildcards: results(
             f"train/{wildcards.problem_set}/{wildcards.run}"
         ),
         until_step=rung_until_step,
-    script:
-        "../workflow/scripts/train_grpo.py"
 
 
-rule evaluate_run_rung:
+use rule evaluate_run as evaluate_run_rung with:
     input:
         val=results("problem_sets/{problem_set}/val.parquet"),
         train=results("problem_sets/{problem_set}/train.parquet"),
@@ -55,23 +60,17 @@ rule evaluate_run_rung:
         run=one_of(SWEPT_RUNS),
     conda:
         study_config.conda_env(config, "evaluate_run_rung")
-    threads: 1
     resources:
         **study_config.rule_resources(config, "evaluate_run_rung"),
     params:
+        **sampler_params("sampling", "generation", "checker", "seed"),
         point=point_of,
         evaluation=settings_of("evaluation"),
-        sampling=settings_of("sampling"),
-        generation=settings_of("generation"),
-        checker=config["problems"]["checker"],
-        seed=config["seed"],
         after_step=rung_after_step,
         # The run's own folder, where its checkpoints lie (the rung's folder holds its manifest only).
         run_dir=lambda wildcards: results(
             f"train/{wildcards.problem_set}/{wildcards.run}"
         ),
-    script:
-        "../workflow/scripts/evaluate_run.py"
 
 
 # One decision per round: cheap and idempotent, on the submit host, in no group.

@@ -20,14 +20,13 @@ rule train_grpo:
     resources:
         **study_config.rule_resources(config, "train_grpo"),
     params:
-        pretrained=config["base_model"]["pretrained"],
+        **sampler_params("pretrained", "checker"),
         point=point_of,
         # Only this run's own recipe and learning rate, so adding a recipe or an ablation reruns no
         # finished run. The layout (training.processes, training.vllm's memory share, ...) is read from
         # snakemake.config by the script, not passed here: moving a study to more GPUs, or giving vLLM
         # less memory, must not rerun its finished runs.
         settings=run_params,
-        checker=config["problems"]["checker"],
         run_dir=lambda wildcards, output: os.path.dirname(output.checkpoints),
     script:
         "../workflow/scripts/train_grpo.py"

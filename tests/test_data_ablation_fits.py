@@ -92,3 +92,29 @@ def test_data_figures_draw_from_fits(tmp_path) -> None:
     plot_mixtures([("mix", study, 0.2), ("easy", study, 0.2)], "avg@4", "Fig. 15", STYLE, paths["f15"])
     plot_train_vs_val([250, 1000], [study, study], [train, train], [0.2, 0.2], "avg@4", "Fig. 14", STYLE, paths["f14"])
     assert all((tmp_path / f"{name}.png").stat().st_size > 10_000 for name in paths)
+
+
+def test_data_figure_instances_pair_each_figure_with_the_sets_it_draws() -> None:
+    from isocompute.fits.data_ablation import data_figure_instances
+
+    def settings(sweep=None, size=100, mix_of=(), parts=({"bucket": "easy"},)):
+        return {"sweep": sweep, "mix_of": list(mix_of), "build": {"train_size": size, "parts": list(parts)}}
+
+    sets = {
+        "easy": settings(),
+        "hard": settings(),
+        "easy_s200": settings(sweep="size", size=200),
+        "easy_s50": settings(sweep="size", size=50),
+        "mix": settings(mix_of=["easy", "hard"], parts=({"bucket": "easy"}, {"bucket": "hard"})),
+        "xhard": settings(parts=({"pass_at": 64},)),
+        "nostudy": settings(sweep="size"),
+    }
+    studied = {name: "bp4" for name in sets if name != "nostudy"}
+    instances = data_figure_instances(sets, studied, {"mix": ["hard"], "easy": ["aime"]}, ["aime"])
+    assert instances == {
+        "fig14_train_vs_val_size": [("easy_s50", None), ("easy_s200", None)],  # by training-set size
+        "fig15_mixtures_bp4": [("mix", None), ("mix", "hard"), ("easy", None), ("hard", None)],
+        "fig20_extremely_hard_xhard": [("xhard", None)],
+        "fig21_out_of_domain_aime": [("easy", None), ("easy", "aime")],
+    }
+    assert data_figure_instances(sets, {}, {}, []) == {}

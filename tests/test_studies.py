@@ -1,7 +1,9 @@
+import re
+
 import pytest
 
 from isocompute.study.grid import GridPoint
-from isocompute.study.studies import Study, StudyError, configured_studies, parse_study
+from isocompute.study.studies import NAME_PATTERN, Study, StudyError, configured_studies, parse_study, study_name
 
 POINTS = [GridPoint("easy", b, n, 0) for b, n in [(16, 2), (16, 4), (16, 8), (64, 2), (32, 4), (4, 32)]]
 
@@ -22,6 +24,15 @@ def test_names_round_trip() -> None:
         assert parse_study("hard", study.name) == study
     with pytest.raises(StudyError):
         parse_study("hard", "bp")
+
+
+def test_the_wildcard_pattern_and_the_names_come_from_one_grammar() -> None:
+    # The {study} wildcard constraint matches every name a study builds, and nothing parse_study refuses.
+    for name in ("bp4", "batch16", "joint"):
+        assert re.fullmatch(NAME_PATTERN, name) and parse_study("easy", name).name == name
+    for name in ("bp", "joint2", "batchx", "n4"):
+        assert not re.fullmatch(NAME_PATTERN, name)
+    assert study_name("fixed_b_problem", 8) == "bp8" and study_name("joint") == "joint"
 
 
 def test_a_study_with_one_curve_names_the_key() -> None:

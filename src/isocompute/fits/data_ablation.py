@@ -98,3 +98,46 @@ def nstar_by_size(
         for name in TRAIN_METRICS:
             rows.append({"size": size, "metric": name, "n_star": optimum_at(train["fits"][name], shared), "compute": shared})
     return pd.DataFrame(rows)
+
+
+def data_figure_instances(
+    problem_sets: Mapping[str, Mapping[str, Any]],
+    data_studies: Mapping[str, str],
+    extra_evaluation: Mapping[str, Sequence[str]],
+    out_of_domain: Sequence[str],
+) -> dict[str, list[tuple[str, str | None]]]:
+    """Each data-ablation figure's instances (`fig14_train_vs_val_<sweep>`, ...), each with the (set, evaluation
+    set) pairs it draws in order; an evaluation set of None is the set's own validation set. `problem_sets` are
+    the resolved sets (`study.config.problem_sets`), `data_studies` the study each set with one is drawn from."""
+    with_study = {name for name in problem_sets if name in data_studies}
+    sweeps: dict[str, list[str]] = {}
+    for name, settings in problem_sets.items():
+        if settings["sweep"] and name in with_study:
+            sweeps.setdefault(settings["sweep"], []).append(name)
+    instances = {
+        f"fig14_train_vs_val_{sweep}": [
+            (n, None) for n in sorted(names, key=lambda n: problem_sets[n]["build"]["train_size"])
+        ]
+        for sweep, names in sweeps.items()
+    }
+    mixtures = sorted(n for n in with_study if problem_sets[n]["mix_of"])
+    if mixtures:
+        components = {c for n in mixtures for c in problem_sets[n]["mix_of"]}
+        instances[f"fig15_mixtures_{data_studies[mixtures[0]]}"] = [
+            *((n, on) for n in mixtures for on in [None, *extra_evaluation.get(n, [])]),
+            *((n, None) for n in sorted(components & with_study)),
+        ]
+    for name in sorted(with_study):
+        parts = problem_sets[name]["build"]["parts"]
+        if len(parts) == 1 and "pass_at" in parts[0]:
+            instances[f"fig20_extremely_hard_{name}"] = [(name, None)]
+    for ood in out_of_domain:
+        pairs = [
+            pair
+            for name in sorted(with_study)
+            if ood in extra_evaluation.get(name, [])
+            for pair in ((name, None), (name, ood))
+        ]
+        if pairs:
+            instances[f"fig21_out_of_domain_{ood}"] = pairs
+    return instances

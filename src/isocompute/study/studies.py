@@ -46,7 +46,16 @@ DATA_FIGURES = {
     "fig20_extremely_hard": "paper Fig. 20: best@k and worst@k frontiers and n*(C) on the extremely hard set",
     "fig21_out_of_domain": "paper Fig. 21: frontier and n*(C) on an out-of-domain table beside each set's own validation",
 }
-_NAME = re.compile(r"^(?:bp(?P<b_problem>\d+)|batch(?P<batch>\d+)|joint)$")
+# The study-name grammar, its one definition: each kind's folder name, "{}" standing for its value.
+NAME_FORMS = {"fixed_b_problem": "bp{}", "fixed_batch": "batch{}", "joint": "joint"}
+# Any study name, as a regular expression (the workflow's {study} wildcard constraint).
+NAME_PATTERN = "|".join(form.replace("{}", r"\d+") for form in NAME_FORMS.values())
+_NAMES = {kind: re.compile("^" + form.replace("{}", r"(\d+)") + "$") for kind, form in NAME_FORMS.items()}
+
+
+def study_name(kind: str, value: int | None = None) -> str:
+    """The folder name of a study of `kind` holding `value` fixed (`bp4`, `batch8`, `joint`)."""
+    return NAME_FORMS[kind].format(value)
 
 
 class StudyError(IsoComputeError, ValueError):
@@ -64,7 +73,7 @@ class Study:
     @property
     def name(self) -> str:
         """The study's folder under results/fits and results/figures."""
-        return {"fixed_b_problem": f"bp{self.value}", "fixed_batch": f"batch{self.value}", "joint": "joint"}[self.kind]
+        return study_name(self.kind, self.value)
 
     @property
     def by(self) -> list[str]:
@@ -97,14 +106,11 @@ class Study:
 
 def parse_study(problem_set: str, name: str) -> Study:
     """The study a results folder name stands for."""
-    match = _NAME.match(name)
-    if match is None:
-        raise StudyError(f"{name!r} is not a study name (bp<B_problem>, batch<B> or joint)")
-    if match["b_problem"]:
-        return Study(problem_set, "fixed_b_problem", int(match["b_problem"]))
-    if match["batch"]:
-        return Study(problem_set, "fixed_batch", int(match["batch"]))
-    return Study(problem_set, "joint")
+    for kind, pattern in _NAMES.items():
+        match = pattern.match(name)
+        if match:
+            return Study(problem_set, kind, int(match[1]) if match.groups() else None)
+    raise StudyError(f"{name!r} is not a study name (bp<B_problem>, batch<B> or joint)")
 
 
 def configured_studies(studies: Mapping[str, Any], points: list[GridPoint]) -> list[Study]:
