@@ -23,6 +23,7 @@ include: "rules/fit.smk"
 include: "rules/figures.smk"
 include: "rules/data_ablations.smk"
 include: "rules/diagnostics.smk"
+include: "rules/noise_scale.smk"
 include: "rules/targets.smk"
 
 

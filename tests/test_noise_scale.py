@@ -18,6 +18,7 @@ from isocompute.mechanism.noise_scale import (
     agreement_table,
     gram_noise_scale,
     measure_checkpoint,
+    measured_run,
     noise_scale,
     predict_n,
     simulated_gram,
@@ -35,6 +36,7 @@ from isocompute.mechanism.simulated_policy import (
     softmax,
     unit_features,
 )
+from isocompute.study.grid import GridPoint
 from isocompute.study.specs import SamplingSpec
 
 SAMPLING = SamplingSpec(temperature=1.0, top_p=1.0, max_new_tokens=4)
@@ -262,3 +264,34 @@ def test_agreement_matches_each_frontier_point_to_the_nearest_checkpoint_and_sco
     assert shares == {"predictor": 0.5, "constant n=2": 0.25, "constant n=8": 1.0, "constant n=32": 0.5}
     with pytest.raises(NoiseScaleError, match="agreement"):
         agreement_table({0.0: None}, points, [2])
+
+
+def test_the_measured_run_is_the_middle_n_first_seed_or_the_one_named() -> None:
+    points = [GridPoint("easy", 16, n, seed) for n in (2, 4, 8, 16) for seed in (1, 0)]
+    assert (measured_run(points, None).n, measured_run(points, None).seed) == (4, 0)
+    assert measured_run(points, 16).run == GridPoint("easy", 16, 16, 0).run
+    with pytest.raises(NoiseScaleError, match=r"run_n = 32: the study's runs have n in \[2, 4, 8, 16\]"):
+        measured_run(points, 32)
+
+
+@pytest.mark.slow
+def test_the_rule_measures_one_run_of_each_study_beside_its_frontier(finished_micro_study: Path, tmp_path: Path) -> None:
+    """`snakemake measure_noise_scale_all` on a finished study: B(n) at every checkpoint of the named run,
+    Adam's view where the checkpoint holds its optimizer, and each view's agreement with the frontier,
+    with nothing else rerun."""
+    from conftest import copy_of_study
+    from test_workflow import MICRO, snakemake
+
+    workdir = copy_of_study(finished_micro_study, tmp_path / "workdir")
+    (workdir / "noise.yaml").write_text("noise_scale: {run_n: null, n: [2, 4], groups: 6, replicas: 20}\n")
+    result = snakemake(workdir, "measure_noise_scale_all", configfiles=(MICRO, "noise.yaml"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "rule train_grpo" not in result.stderr and "rule fit_study" not in result.stderr
+    (folder,) = (workdir / "results/noise_scale/easy").iterdir()
+    agreement = json.loads((folder / "agreement.json").read_text())
+    scales = pd.read_parquet(folder / "noise_scale.parquet")
+    manifest = json.loads((workdir / "results/train/easy" / agreement["run"] / "checkpoints.json").read_text())
+    assert agreement["kind"] == "prediction" and agreement["n"] == [2, 4]
+    assert sorted(scales["compute"].unique()) == [0.0] + sorted(float(c["compute_rollouts"]) for c in manifest)
+    assert set(scales.loc[scales["compute"] == 0, "view"]) == {"raw"}  # the base model has no optimizer
+    assert "raw" in agreement["views"] and all(0 <= s <= 1 for s in agreement["views"]["raw"]["shares"].values())

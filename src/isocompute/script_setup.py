@@ -1,4 +1,4 @@
-"""Glue for the workflow's scripts: logging into the rule's log file and single-threaded, seeded torch.
+"""What every workflow script sets up: logging into the rule's log, single-threaded torch, the job's settings.
 
 Every job runs torch on one thread so that results do not depend on `--cores`: the same config gives the
 same numbers on any machine, and two jobs share two cores instead of fighting over them.

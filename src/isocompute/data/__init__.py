@@ -1,1 +1,39 @@
-"""The problems and the base model a study starts from: the built-in tasks, the problem table, difficulty scoring and the Easy/Hard problem sets, the tokenizer and the tiny base model."""
+"""The problems and the base model a study starts from: the built-in tasks, the problem table, difficulty
+scoring and the Easy/Hard problem sets, the tokenizer and the tiny base model.
+
+Its public names are re-exported here (`isocompute.data.NAME`), each loaded from its module on first
+use; a name that is also a module's name (`frontier.frontier`) is reached through its module.
+"""
+
+from isocompute.exports import lazy_exports
+
+# Each public name and the module that defines it, loaded on first use: importing one module of
+# the subpackage never imports the others (torch, TRL or Snakemake among them).
+EXPORTS = {
+    "pretrain_base_model": "base_model",
+    "BucketTooSmallError": "difficulty",
+    "bucket_sizes": "difficulty",
+    "build_problem_set": "difficulty",
+    "pass_at_stages": "difficulty",
+    "score_difficulty": "difficulty",
+    "select": "difficulty",
+    "shard_of": "difficulty",
+    "staged_pass_at": "difficulty",
+    "validation_reserve": "difficulty",
+    "ProblemTableError": "problems",
+    "load_problem_table": "problems",
+    "validate_problem_table": "problems",
+    "DEFAULT_ANSWER": "skill_lookup",
+    "SkillLookupTask": "skill_lookup",
+    "check_skill_lookup": "skill_lookup",
+    "ADDITION": "tasks",
+    "ALPHABET": "tasks",
+    "AdditionTask": "tasks",
+    "SKILL_LOOKUP": "tasks",
+    "SYNTHETIC_SOURCES": "tasks",
+    "SyntheticTask": "tasks",
+    "make_addition_pool": "tasks",
+    "synthetic_task": "tasks",
+    "build_char_tokenizer": "tokenizer",
+}
+__getattr__, __dir__ = lazy_exports(__name__, EXPORTS)

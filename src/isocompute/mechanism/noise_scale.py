@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -44,7 +45,7 @@ import torch
 from scipy.stats import binom
 
 from isocompute.errors import IsoComputeError
-from isocompute.mechanism.probe import Policy
+from isocompute.mechanism.probe import Policy, checkpoint_second_moment, preconditioner
 from isocompute.mechanism.simulated_policy import (
     STD_EPSILON,
     Channels,
@@ -54,6 +55,8 @@ from isocompute.mechanism.simulated_policy import (
     logit_gradient,
     softmax,
 )
+from isocompute.study.grid import GridPoint
+from isocompute.study.specs import SamplingSpec
 
 
 class NoiseScaleError(IsoComputeError, ValueError):
@@ -400,3 +403,43 @@ def agreement_table(
             np.mean([agrees(n, (n,), row["frontier_n"], row["frontier_leaders"]) for row in rows])
         )
     return table, shares
+
+
+def measure_run(
+    checkpoints: Mapping[float, str],
+    problems: pd.DataFrame,
+    settings: NoiseSettings,
+    sampling: SamplingSpec,
+    checker: str,
+) -> tuple[pd.DataFrame, dict[str, dict[float, Prediction | None]]]:
+    """B(n) at each of one run's checkpoints (compute -> model folder; compute 0 is the base model), raw
+    and, where the checkpoint holds `optimizer.pt`, under Adam: one row per (checkpoint, view, n), and each
+    view's prediction per checkpoint."""
+    rows = []
+    predictions: dict[str, dict[float, Prediction | None]] = {}
+    for compute, folder in sorted(checkpoints.items()):
+        policy = Policy(str(folder), sampling, checker)
+        adam = None
+        if (Path(folder) / "optimizer.pt").exists():
+            second_moment, eps, _ = checkpoint_second_moment(policy, folder)
+            adam = preconditioner(second_moment, eps).double().numpy()
+        measured = measure_checkpoint(policy, problems, settings, adam)
+        for view, scales in measured["noise_scale"].items():
+            rows += [{"compute": compute, "checkpoint": str(folder), "view": view, **scale} for scale in scales]
+        for view, chosen in measured["predicted_n"].items():
+            predicted = None if chosen is None else Prediction(chosen["n"], tuple(chosen["leaders"]))
+            predictions.setdefault(view, {})[compute] = predicted
+    return pd.DataFrame(rows), predictions
+
+
+def measured_run(points: Sequence[GridPoint], run_n: int | None) -> GridPoint:
+    """The run of a fixed-B_problem study whose checkpoints are measured: n = `run_n`, or the middle n of
+    the study's grid (the lower of two), first seed. One run, named in the output, as the issue asks."""
+    grid = sorted({p.n for p in points})
+    if not grid:
+        raise NoiseScaleError("noise_scale: the study has no runs")
+    n = grid[(len(grid) - 1) // 2] if run_n is None else run_n
+    chosen = sorted((p for p in points if p.n == n), key=lambda p: p.seed)
+    if not chosen:
+        raise NoiseScaleError(f"noise_scale.run_n = {run_n}: the study's runs have n in {grid}")
+    return chosen[0]

@@ -1,1 +1,35 @@
-"""What a study will cost before it runs: the GPU-hours Snakemake would request, and what the runs need from a step model."""
+"""What a study will cost before it runs: the GPU-hours Snakemake would request, and what the runs need from
+a step model.
+
+Its public names are re-exported here (`isocompute.plan.NAME`), each loaded from its module on first
+use; a name that is also a module's name (`frontier.frontier`) is reached through its module.
+"""
+
+from isocompute.exports import lazy_exports
+
+# Each public name and the module that defines it, loaded on first use: importing one module of
+# the subpackage never imports the others (torch, TRL or Snakemake among them).
+EXPORTS = {
+    "BudgetError": "budget",
+    "OPTIMIZER_BYTES_PER_PARAM": "budget",
+    "RunNeed": "budget",
+    "StepModel": "budget",
+    "WEIGHT_BYTES_PER_PARAM": "budget",
+    "checkpoint_disk": "budget",
+    "fit_step_model": "budget",
+    "format_needs": "budget",
+    "pilot_steps": "budget",
+    "read_retries": "budget",
+    "read_step_model": "budget",
+    "run_needs": "budget",
+    "JobRequest": "requests",
+    "PlanError": "requests",
+    "adaptive_plan": "requests",
+    "format_table": "requests",
+    "loaded_config": "requests",
+    "loaded_workflow": "requests",
+    "plan": "requests",
+    "plan_report": "requests",
+    "summarize": "requests",
+}
+__getattr__, __dir__ = lazy_exports(__name__, EXPORTS)

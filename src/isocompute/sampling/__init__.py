@@ -1,1 +1,36 @@
-"""Sampling completions and scoring them: the vLLM and transformers samplers, prompts, answer checking, avg@k/best@k/worst@k and a run's evaluation."""
+"""Sampling completions and scoring them: the vLLM and transformers samplers, prompts, answer checking,
+avg@k/best@k/worst@k and a run's evaluation.
+
+Its public names are re-exported here (`isocompute.sampling.NAME`), each loaded from its module on first
+use; a name that is also a module's name (`frontier.frontier`) is reached through its module.
+"""
+
+from isocompute.exports import lazy_exports
+
+# Each public name and the module that defines it, loaded on first use: importing one module of
+# the subpackage never imports the others (torch, TRL or Snakemake among them).
+EXPORTS = {
+    "answer_parses": "answers",
+    "final_answer": "answers",
+    "is_correct": "answers",
+    "last_boxed": "answers",
+    "reward_function": "answers",
+    "evaluate_checkpoints": "evaluation",
+    "new_checkpoints": "evaluation",
+    "summary_row": "evaluation",
+    "Sampler": "generation",
+    "TransformersSampler": "generation",
+    "VLLMSampler": "generation",
+    "count_correct": "generation",
+    "generate_token_ids": "generation",
+    "load_for_sampling": "generation",
+    "make_sampler": "generation",
+    "score_problems": "generation",
+    "stop_token_ids": "generation",
+    "metric_names": "metrics",
+    "per_problem": "metrics",
+    "summarize_counts": "metrics",
+    "prompt_token_ids": "prompts",
+    "trl_prompt": "prompts",
+}
+__getattr__, __dir__ = lazy_exports(__name__, EXPORTS)
