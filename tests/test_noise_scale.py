@@ -243,25 +243,27 @@ def test_noise_command_writes_the_measurement_and_refuses_bad_group_sizes(
 
 
 def test_agreement_matches_each_frontier_point_to_the_nearest_checkpoint_and_scores_constants() -> None:
-    """Factor 2 or a tie on either side counts; each constant n is scored on the same points."""
+    """Factor 2 or the prediction among the frontier's leaders counts; the frontier's n* among the
+    prediction's leaders does not (a prediction that cannot tell any n apart would agree everywhere)."""
     predictions = {
         0.0: Prediction(2, (2,)),  # the base model: never matched to a trained compute
-        1_000.0: Prediction(2, (2, 4)),
+        1_000.0: Prediction(2, (2, 8, 32)),
         10_000.0: Prediction(32, (32,)),
         100_000.0: None,  # no signal at any n
     }
     points = [
-        {"compute": 1_200.0, "n": 8, "leaders": {"n": [8]}},  # predicted 2 with leaders {2, 4}: 4 is not 8, 2 < 8/2
-        {"compute": 900.0, "n": 4, "leaders": {"n": [4]}},  # 4 among the predicted leaders
+        {"compute": 1_200.0, "n": 8, "leaders": {"n": [8]}},  # 2 is not within 2x of 8: its leaders do not help
+        {"compute": 900.0, "n": 4, "leaders": {"n": [2, 4]}},  # 2 among the frontier's leaders
         {"compute": 12_000.0, "n": 16, "leaders": {"n": [16]}},  # 32 within a factor 2 of 16
         {"compute": 80_000.0, "n": 16, "leaders": {"n": [8, 16]}},  # nothing predicted
     ]
     table, shares = agreement_table(predictions, points, [2, 8, 32])
     assert table["checkpoint_compute"].tolist() == [1_000.0, 1_000.0, 10_000.0, 100_000.0]
     assert table["agrees"].tolist() == [False, True, True, False]
-    assert shares["predictor"] == 0.5
+    assert table["narrowed"].tolist() == [False, False, True, False]
     # n = 8 agrees at 8, 4 (factor 2), 16 (factor 2) and the tie {8, 16}: all four points.
-    assert shares == {"predictor": 0.5, "constant n=2": 0.25, "constant n=8": 1.0, "constant n=32": 0.5}
+    assert shares == {"predictor": 0.5, "narrowed": 0.25, "constant n=2": 0.25, "constant n=8": 1.0,
+                      "constant n=32": 0.5}  # fmt: skip
     with pytest.raises(NoiseScaleError, match="agreement"):
         agreement_table({0.0: None}, points, [2])
 

@@ -366,10 +366,11 @@ def simulated_gram(
     return (logit_gradients @ logit_gradients.T) * mixing
 
 
-def agrees(predicted: int, leaders: Sequence[int], frontier: int, frontier_leaders: Sequence[int]) -> bool:
-    """The issue's agreement: the predicted n within a factor 2 of the frontier's n*, or a tie on either side
-    (the prediction among the frontier's leaders, or the frontier's n* among the predicted leaders)."""
-    return frontier / 2 <= predicted <= frontier * 2 or predicted in frontier_leaders or frontier in leaders
+def agrees(predicted: int, frontier: int, frontier_leaders: Sequence[int]) -> bool:
+    """The issue's agreement: the predicted n within a factor 2 of the frontier's n*, or among the
+    frontier's leaders (a tie the frontier cannot break). A tie on the prediction's side does not count:
+    at the default's size its leaders are often the whole grid, which would make every point agree."""
+    return frontier / 2 <= predicted <= frontier * 2 or predicted in frontier_leaders
 
 
 def agreement_table(
@@ -379,7 +380,9 @@ def agreement_table(
     in log compute, and the share of points where they agree: the predictor's, and every constant n's.
 
     The constant controls are the point: on a grid whose frontier n* stays within a factor 2 of the middle
-    n, a constant agrees as often as any predictor, and agreement alone says nothing.
+    n, a constant agrees as often as any predictor, and agreement alone says nothing. `narrowed` says
+    whether the prediction's leaders leave out any n of the grid: where they do not, the measurement could
+    not tell the group sizes apart, and its argmin is noise.
     """
     trained = sorted(c for c in predictions if c > 0)
     if not trained or not optimum_points:
@@ -394,13 +397,14 @@ def agreement_table(
             "frontier_leaders": frontier_leaders,
             "predicted_n": None if predicted is None else predicted.n,
             "predicted_leaders": None if predicted is None else list(predicted.leaders),
-            "agrees": predicted is not None and agrees(predicted.n, predicted.leaders, int(point["n"]), frontier_leaders),
+            "agrees": predicted is not None and agrees(predicted.n, int(point["n"]), frontier_leaders),
+            "narrowed": predicted is not None and not set(grid) <= set(predicted.leaders),
         })  # fmt: skip
     table = pd.DataFrame(rows)
-    shares = {"predictor": float(table["agrees"].mean())}
+    shares = {"predictor": float(table["agrees"].mean()), "narrowed": float(table["narrowed"].mean())}
     for n in grid:
         shares[f"constant n={n}"] = float(
-            np.mean([agrees(n, (n,), row["frontier_n"], row["frontier_leaders"]) for row in rows])
+            np.mean([agrees(n, row["frontier_n"], row["frontier_leaders"]) for row in rows])
         )
     return table, shares
 
