@@ -3,6 +3,7 @@
 import re
 
 from isocompute.adaptive import rungs
+from isocompute.figures import registry as figure_registry
 from isocompute.fits import data_ablation as data_ablation_fits
 from isocompute.study import config as study_config
 from isocompute.study import inputs, recipe_ablations, studies, upgrades
@@ -60,9 +61,17 @@ SWEPT_STUDIES = {
 SWEPT_RUNS = {p.run for s in SWEPT_STUDIES.values() for p in s.runs(GRID)}
 FULL_RUNS = {p.run for p in GRID} - SWEPT_RUNS
 
-FIGURES = {name: kind for name, (kind, _) in studies.FIGURES.items()}
-DATA_FIGURES = data_ablation_fits.DATA_FIGURES
+# Every figure (`isocompute.figures.registry`): its kind, inputs and caption; the paper's figures drawn per
+# study, set or recipe ablation ({figure}) by kind, and the data ablations' ({data_figure}).
+FIGURE_REGISTRY = figure_registry.FIGURES
+FIGURES = figure_registry.STUDY_FIGURES
+DATA_FIGURES = figure_registry.DATA_FIGURES
 ABLATION_KINDS = recipe_ablations.KINDS
+
+
+def figure_inputs(figure, paths):
+    """The inputs `figure` reads, by name in its registry order: `paths` maps each name to its files."""
+    return {name: paths[name]() for name in FIGURE_REGISTRY[figure].inputs}
 
 
 def one_of(names):

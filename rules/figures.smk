@@ -1,5 +1,6 @@
 # Stage 8: the paper's figures. Each is its own target (`snakemake fig05_frontier`) and reads only
-# evaluation tables and fits, so restyling one never retrains or refits anything.
+# evaluation tables and fits, so restyling one never retrains or refits anything. What each figure reads,
+# draws with and is captioned with is its entry in the figure registry (`isocompute.figures.registry`).
 
 
 include: "inputs/figures.smk"
@@ -9,7 +10,7 @@ localrules:
     plot_study_figure,
     plot_study_figure_on,
     plot_set_figure,
-    plot_ablation_figure,
+    plot_recipe_ablation_figure,
 
 
 rule plot_study_figure:
@@ -32,7 +33,7 @@ rule plot_study_figure:
         metric=config["fits"]["metric"],
         k=config["evaluation"]["k"],
     script:
-        "../workflow/scripts/plot_figure.py"
+        "../workflow/scripts/plot_study_figure.py"
 
 
 use rule plot_study_figure as plot_study_figure_on with:
@@ -68,9 +69,9 @@ use rule plot_study_figure as plot_set_figure with:
         logs("plot_set_figure/{problem_set}/{figure}.log"),
 
 
-rule plot_ablation_figure:
+rule plot_recipe_ablation_figure:
     input:
-        unpack(get_ablation_figure_inputs),
+        unpack(get_recipe_ablation_figure_inputs),
     output:
         png=report(
             results("figures/{problem_set}/{ablation}/{figure}.png"),
@@ -80,6 +81,7 @@ rule plot_ablation_figure:
         ),
         pdf=results("figures/{problem_set}/{ablation}/{figure}.pdf"),
     log:
+        # The rule's name before it said "recipe": its logs keep their folder.
         logs("plot_ablation_figure/{problem_set}/{ablation}/{figure}.log"),
     conda:
         "../envs/isocompute.yaml"
@@ -88,4 +90,4 @@ rule plot_ablation_figure:
         figures=config["figures"],
         metric=config["fits"]["metric"],
     script:
-        "../workflow/scripts/plot_ablation_figure.py"
+        "../workflow/scripts/plot_recipe_ablation_figure.py"

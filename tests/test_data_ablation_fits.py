@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from isocompute.figures.data_ablation import plot_extremely_hard, plot_mixtures, plot_train_vs_val
+from isocompute.figures.registry import DATA_FIGURES, FIGURES
 from isocompute.fits.data_ablation import fit_train_metrics, nstar_by_size, smoothed_reward, train_evals
 from isocompute.study.specs import FigureStyle
 from isocompute.study.studies import Study
@@ -92,6 +93,16 @@ def test_data_figures_draw_from_fits(tmp_path) -> None:
     plot_mixtures([("mix", study, 0.2), ("easy", study, 0.2)], "avg@4", "Fig. 15", STYLE, paths["f15"])
     plot_train_vs_val([250, 1000], [study, study], [train, train], [0.2, 0.2], "avg@4", "Fig. 14", STYLE, paths["f14"])
     assert all((tmp_path / f"{name}.png").stat().st_size > 10_000 for name in paths)
+    # The same figures through the function their registry entry names, from the files the rule passes.
+    (tmp_path / "fits.json").write_text(json.dumps(study))
+    (tmp_path / "train_fits.json").write_text(json.dumps(train))
+    pd.DataFrame([base]).to_parquet(tmp_path / "base.parquet")
+    inputs = {"fits": [str(tmp_path / "fits.json")] * 2, "base": [str(tmp_path / "base.parquet")] * 2,
+              "train_fits": [str(tmp_path / "train_fits.json")] * 2}  # fmt: skip
+    for name in DATA_FIGURES:
+        out = tmp_path / f"{name}_drawn.png"
+        FIGURES[name].drawing()(name, inputs, ["mix", "easy"], [250, 1000], "avg@4", 4, STYLE, [str(out)])
+        assert out.stat().st_size > 10_000
 
 
 def test_data_figure_instances_pair_each_figure_with_the_sets_it_draws() -> None:

@@ -103,7 +103,7 @@ def test_paper_ablations_are_counted_over_the_paper_preset(paper: pd.DataFrame) 
     assert rows.loc["evaluate_run", "jobs"] == paper.loc["evaluate_run", "jobs"] + 13
     added = rows["gpu_hours"].sum() - paper["gpu_hours"].sum()
     assert added == pytest.approx(13 * (8 * 2880 + 1 * 720) / 60)
-    assert rows.loc["plot_ablation_figure", "jobs"] == 6 and rows.loc["fit_study", "jobs"] == paper.loc["fit_study", "jobs"]
+    assert rows.loc["plot_recipe_ablation_figure", "jobs"] == 6 and rows.loc["fit_study", "jobs"] == paper.loc["fit_study", "jobs"]
 
 
 def test_paper_data_ablations_are_counted_over_the_paper_preset(paper: pd.DataFrame) -> None:

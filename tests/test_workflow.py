@@ -215,7 +215,7 @@ def test_ablations_rerun_nothing_finished_enter_no_fit_and_draw_their_figures(st
             len(line.split()) == 2 and line.split()[1].isdigit()}  # fmt: skip
     # Six new runs (bp4_n2 and bp4_n4 are the grid's: shared, not retrained); no fit is redone.
     assert jobs["train_grpo"] == 6 and jobs["evaluate_run"] == 6, planned.stdout[-3000:]
-    assert set(jobs) == {"train_grpo", "evaluate_run", "gather_evaluations", "plot_ablation_figure", "write_results_index",
+    assert set(jobs) == {"train_grpo", "evaluate_run", "gather_evaluations", "plot_recipe_ablation_figure", "write_results_index",
                          "all", "total"}, jobs  # fmt: skip
     result = snakemake(study, configfiles=configs)
     assert result.returncode == 0, result.stderr[-4000:]

@@ -53,14 +53,16 @@ def get_train_fit_inputs(wildcards):
 def get_data_figure_inputs(wildcards):
     """The fits (and, for Fig. 14, the training metrics' fits) and base model of each set drawn."""
     pairs = data_figure_sets(wildcards)
-    inputs = {
-        "fits": [fits_on(data_study(s), on) for s, on in pairs],
-        "base": [
-            results(f"evaluation/{on or s}/base_model.parquet") for s, on in pairs
-        ],
-    }
-    if wildcards.data_figure == "fig14_train_vs_val":
-        inputs["train_fits"] = [
-            results(f"fits/{s}/{data_study(s).name}/train_fits.json") for s, _ in pairs
-        ]
-    return inputs
+    return figure_inputs(
+        wildcards.data_figure,
+        {
+            "fits": lambda: [fits_on(data_study(s), on) for s, on in pairs],
+            "base": lambda: [
+                results(f"evaluation/{on or s}/base_model.parquet") for s, on in pairs
+            ],
+            "train_fits": lambda: [
+                results(f"fits/{s}/{data_study(s).name}/train_fits.json")
+                for s, _ in pairs
+            ],
+        },
+    )

@@ -13,7 +13,8 @@ def figure_paths(figure):
         folders = [
             problem_set
             for problem_set in SWEPT_SETS
-            if figure != "fig07_nstar_by_metric"
+            # A set figure reading fits draws the set's fixed-B_problem studies: none, no figure.
+            if "fits" not in FIGURE_REGISTRY[figure].inputs
             or any(
                 s.problem_set == problem_set and s.kind == "fixed_b_problem"
                 for s in STUDIES

@@ -6,7 +6,9 @@ Each reuses the panels of the scaling study's figures (`isocompute.figures.scali
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -111,3 +113,49 @@ def plot_train_vs_val(
         ax.set_axis_off()
     fig.suptitle(title)
     _save(fig, paths, style.dpi)
+
+
+def drawers(inputs: Mapping[str, Sequence[str]], labels: Sequence[str], sizes: Sequence[int], metric: str, k: int,
+            style: FigureStyle, paths: Sequence[str]) -> dict[str, Callable[[], None]]:  # fmt: skip
+    """Each data-ablation figure, by name, as a call drawing it from the files in `inputs` (`fits`, `base` and
+    for Fig. 14 `train_fits`, one per set drawn, labelled `labels`; `sizes`: their training-set sizes);
+    nothing is read until one is called. The title names the figure, its sets and the study drawn."""
+
+    def read() -> tuple[list[dict[str, Any]], list[pd.Series], str]:
+        fits = [json.loads(Path(path).read_text()) for path in inputs["fits"]]
+        bases = [pd.read_parquet(path).iloc[0] for path in inputs["base"]]
+        return fits, bases, f"{', '.join(labels)} ({fits[0]['study']['name']})"
+
+    def extremely_hard() -> None:
+        fits, bases, title = read()
+        plot_extremely_hard(fits[0], bases[0], k, f"fig20_extremely_hard: {title}", style, paths)
+
+    def mixtures(figure: str) -> Callable[[], None]:
+        def draw() -> None:
+            fits, bases, title = read()
+            sets = [(label, fit, float(base[metric])) for label, fit, base in zip(labels, fits, bases)]
+            plot_mixtures(sets, metric, f"{figure}: {title}", style, paths)
+
+        return draw
+
+    def train_vs_val() -> None:
+        fits, bases, title = read()
+        training = [json.loads(Path(path).read_text()) for path in inputs["train_fits"]]
+        plot_train_vs_val(sizes, fits, training, [float(b[metric]) for b in bases], metric,
+                          f"fig14_train_vs_val: {title}", style, paths)  # fmt: skip
+
+    return {
+        "fig14_train_vs_val": train_vs_val,
+        "fig15_mixtures": mixtures("fig15_mixtures"),
+        "fig20_extremely_hard": extremely_hard,
+        "fig21_out_of_domain": mixtures("fig21_out_of_domain"),
+    }
+
+
+def render(figure: str, inputs: Mapping[str, Sequence[str]], labels: Sequence[str], sizes: Sequence[int], metric: str,
+           k: int, style: FigureStyle, paths: Sequence[str]) -> None:  # fmt: skip
+    """Draw the data-ablation `figure` (Fig. 14, 15, 20 or 21) from the files in `inputs`."""
+    known = drawers(inputs, labels, sizes, metric, k, style, paths)
+    if figure not in known:
+        raise ValueError(f"unknown data-ablation figure {figure!r}")
+    known[figure]()

@@ -9,7 +9,7 @@ compute (Fig. 22). A run is labelled by what varies within its study (recipe, le
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -178,16 +178,26 @@ def plot_decoupled_baseline(runs: Sequence[Mapping[str, Any]], evals: Mapping[st
     return fig
 
 
+def drawers(inputs: Mapping[str, Sequence[str]], runs: Sequence[Mapping[str, Any]], title: str, metric: str,
+            style: FigureStyle, paths: Sequence[str]) -> dict[str, Callable[[], plt.Figure]]:  # fmt: skip
+    """Each ablation figure this module draws, by name, as a call drawing it from the files in `inputs`
+    (`logs`, `evals`, `base`) for its `runs`; nothing is read until one is called."""
+    evals = lambda: _by_run(inputs["evals"])
+    base = lambda: float(pd.read_parquet(inputs["base"][0])[metric].iloc[0])
+    return {
+        "fig03_training_health": lambda: plot_training_health(
+            runs, _by_run(inputs["logs"]), evals(), base(), metric, title, style, paths
+        ),
+        "fig04_learning_rate": lambda: plot_learning_rate(runs, evals(), base(), metric, title, style, paths),
+        "fig22_decoupled_baseline": lambda: plot_decoupled_baseline(runs, evals(), base(), metric, title, style, paths),
+    }
+
+
 def render(figure: str, inputs: Mapping[str, Sequence[str]], runs: Sequence[Mapping[str, Any]], title: str,
            metric: str, style: FigureStyle, paths: Sequence[str]) -> plt.Figure:  # fmt: skip
     """Draw an ablation `figure` from the files in `inputs` (`logs`, `evals`, `base`) for its `runs`; the
     figure is returned (closed) so its drawn data can be read back."""
-    evals = _by_run(inputs["evals"])
-    base = float(pd.read_parquet(inputs["base"][0])[metric].iloc[0])
-    if figure == "fig03_training_health":
-        return plot_training_health(runs, _by_run(inputs["logs"]), evals, base, metric, title, style, paths)
-    if figure == "fig04_learning_rate":
-        return plot_learning_rate(runs, evals, base, metric, title, style, paths)
-    if figure == "fig22_decoupled_baseline":
-        return plot_decoupled_baseline(runs, evals, base, metric, title, style, paths)
-    raise ValueError(f"unknown ablation figure {figure!r}")
+    known = drawers(inputs, runs, title, metric, style, paths)
+    if figure not in known:
+        raise ValueError(f"unknown ablation figure {figure!r}")
+    return known[figure]()

@@ -366,8 +366,10 @@ def _read_json(path: str) -> dict[str, Any]:
     return json.loads(Path(path).read_text())
 
 
-def render(figure: str, inputs: Mapping[str, Sequence[str]], title: str, metric: str, k: int, style: FigureStyle, paths: Sequence[str]) -> None:
-    """Draw `figure` from the files in `inputs` (keys as the figure rule names them)."""
+def drawers(inputs: Mapping[str, Sequence[str]], title: str, metric: str, k: int, style: FigureStyle,
+            paths: Sequence[str]) -> dict[str, Callable[[], None]]:  # fmt: skip
+    """Each figure this module draws, by name, as a call drawing it from the files in `inputs` (keys as the
+    figure registry, `isocompute.figures.registry`, names them); nothing is read until one is called."""
 
     def study_fit(compute: str | None = None) -> Mapping[str, Any]:
         """The study's fit of `metric`, in its headline compute measure unless another is named."""
@@ -376,7 +378,7 @@ def render(figure: str, inputs: Mapping[str, Sequence[str]], title: str, metric:
 
     frontier = lambda: plot_frontier(study_fit(), _base(inputs, metric), title, style, paths)  # noqa: E731
     both_optima = lambda: plot_optimum([study_fit()], ["n", "b_problem"], title, style, paths)  # noqa: E731
-    drawers: dict[str, Callable[[], None]] = {
+    return {
         "fig05_frontier": frontier,
         "fig06_nstar": lambda: plot_optimum([study_fit()], ["n"], title, style, paths),
         "fig07_nstar_by_metric": lambda: plot_optimum_by_metric([_read_json(p) for p in inputs["fits"]], k, title, style, paths),
@@ -390,9 +392,14 @@ def render(figure: str, inputs: Mapping[str, Sequence[str]], title: str, metric:
         ),
         "fig_extrapolation": lambda: plot_extrapolation(study_fit(), title, style, paths),
     }
-    if figure not in drawers:
-        raise ValueError(f"unknown figure {figure!r}; known: {sorted(drawers)}")
-    drawers[figure]()
+
+
+def render(figure: str, inputs: Mapping[str, Sequence[str]], title: str, metric: str, k: int, style: FigureStyle, paths: Sequence[str]) -> None:
+    """Draw `figure` from the files in `inputs` (keys as the figure rule names them)."""
+    known = drawers(inputs, title, metric, k, style, paths)
+    if figure not in known:
+        raise ValueError(f"unknown figure {figure!r}; known: {sorted(known)}")
+    known[figure]()
 
 
 def _base(inputs: Mapping[str, Sequence[str]], metric: str) -> float:

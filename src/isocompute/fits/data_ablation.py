@@ -18,7 +18,7 @@ import pandas as pd
 
 from isocompute.fits.curves import FitOptions
 from isocompute.fits.fits_json import fit_study
-from isocompute.study.studies import DATA_FIGURES, Study  # noqa: F401 - DATA_FIGURES: the figures this module feeds
+from isocompute.study.studies import Study
 
 TRAIN_METRICS = {
     "train_reward": "training reward (TRL's per-step mean, smoothed)",

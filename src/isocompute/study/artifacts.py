@@ -1,7 +1,8 @@
 """The catalogue of the study's artifacts: where each lives under results/ and what it holds.
 
 `results/README.md` is written from this one list, so the index a user opens and the paths the rules
-write cannot drift apart unnoticed (a test checks every produced file matches an entry).
+write cannot drift apart unnoticed (a test checks every produced file matches an entry). The figures'
+entries come from the figure registry (`isocompute.figures.registry`), which the figure rules read too.
 """
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ from __future__ import annotations
 import fnmatch
 from pathlib import Path
 
+from isocompute.figures.registry import FIGURES
 from isocompute.files import write_text
-from isocompute.study.studies import DATA_FIGURES, FIGURES
 
 CATALOGUE: list[tuple[str, str]] = [
     ("problems/pool.parquet", "problem pool: one row per problem with `id`, `prompt`, `answer`"),
@@ -57,11 +58,7 @@ CATALOGUE: list[tuple[str, str]] = [
     ("figures/*/*/diagnostics.*", "a study's training diagnostics: pass@train_k = 0 share, zero-variance share, n* by metric"),
     ("recommendations/*.md", "the prescribed n, B_problem, M and lr for the configured budgets"),
     ("recommendations/*.json", "the same prescription as a table"),
-    *(
-        (f"figures/*/{'' if kind == 'set' else '*/'}{name}.*", description)
-        for name, (kind, description) in FIGURES.items()
-    ),
-    *((f"figures/data/{name}_*", description) for name, description in DATA_FIGURES.items()),
+    *((figure.results_glob, figure.summary) for figure in FIGURES.values()),
     ("figures/*/*/on_*/fig0[56]_*", "Figs. 5 and 6 of a study on another validation set"),
     ("README.md", "this index"),
 ]

@@ -21,31 +21,6 @@ from isocompute.study.grid import GridPoint
 
 COMPUTE_MEASURES = ("compute_rollouts", "compute_tokens")
 
-# Each figure of the paper: the kind of study it is drawn for ("set": one per problem set, "study": one per
-# study of any kind), and what it shows.
-FIGURES: dict[str, tuple[str, str]] = {
-    "fig05_frontier": ("fixed_b_problem", "paper Fig. 5: reward vs compute per n, frontier coloured by n*"),
-    "fig06_nstar": ("fixed_b_problem", "paper Fig. 6: compute-optimal n* vs compute with its sigmoid fit"),
-    "fig07_nstar_by_metric": ("set", "paper Fig. 7: n* at the largest compute for avg@4, best@4, worst@4"),
-    "fig08_fixed_batch_optimum": ("fixed_batch", "paper Fig. 8: n*(M) and B_problem*(M) at fixed B"),
-    "fig09_sensitivity": ("set", "paper Fig. 9: final reward vs B_problem at fixed n and vs n at fixed B_problem"),
-    "fig10_joint_frontier": ("joint", "paper Fig. 10: global frontier annotated with (B_problem, n)"),
-    "fig11_joint_optimum": ("joint", "paper Fig. 11: n*(C) and B_problem*(C) on the global frontier"),
-    "fig12_train_pass_rates": ("fixed_b_problem", "paper Fig. 12: training pass-rate distribution over training"),
-    "fig23_token_compute": ("fixed_b_problem", "paper Fig. 23: n*(C) with compute in rollouts and in tokens"),
-    "fig_extrapolation": ("study", "does the law predict? refitted without the top compute, against what it left out"),
-    # One per ablation study ("ablation": every one; otherwise of that kind, `isocompute.study.recipe_ablations.KINDS`).
-    "fig03_training_health": ("ablation", "paper Fig. 3: training reward, entropy, KL, length, zero-std share per run"),
-    "fig04_learning_rate": ("learning_rate", "paper Fig. 4: the lr_base anchor sweep, reward per learning-rate rule"),
-    "fig22_decoupled_baseline": ("decoupled_baseline", "paper Fig. 22: n, a larger n and the decoupled baseline"),
-}
-# The data ablations' figures (`isocompute.fits.data_ablation`): Fig. 14 per size sweep, Fig. 15 over the mixtures, Fig. 20 per pass@k set.
-DATA_FIGURES = {
-    "fig14_train_vs_val": "paper Fig. 14: training reward and training pass rate beside validation, n* vs set size",
-    "fig15_mixtures": "paper Fig. 15: frontier and n*(C) of each Easy/Hard mixture beside the pure sets",
-    "fig20_extremely_hard": "paper Fig. 20: best@k and worst@k frontiers and n*(C) on the extremely hard set",
-    "fig21_out_of_domain": "paper Fig. 21: frontier and n*(C) on an out-of-domain table beside each set's own validation",
-}
 # The study-name grammar, its one definition: each kind's folder name, "{}" standing for its value.
 NAME_FORMS = {"fixed_b_problem": "bp{}", "fixed_batch": "batch{}", "joint": "joint"}
 # Any study name, as a regular expression (the workflow's {study} wildcard constraint).

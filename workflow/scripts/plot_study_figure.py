@@ -1,6 +1,7 @@
-"""Draw one of the paper's figures (rules plot_study_figure and plot_set_figure)."""
+"""Draw one of the paper's figures (rules plot_study_figure, plot_study_figure_on and plot_set_figure), with
+the function its entry in the figure registry names."""
 
-from isocompute.figures.scaling import render
+from isocompute.figures.registry import FIGURES
 from isocompute.script_setup import start_job
 from isocompute.study.config import figure_style
 
@@ -9,7 +10,7 @@ wildcards = snakemake.wildcards
 where = " / ".join(w for w in (wildcards.problem_set, wildcards.get("study", "")) if w)
 if wildcards.get("eval_set"):
     where += f" on {wildcards.eval_set}"
-render(
+FIGURES[wildcards.figure].drawing()(
     wildcards.figure,
     {name: list(files) for name, files in snakemake.input.items()},
     f"{where}: {wildcards.figure}",

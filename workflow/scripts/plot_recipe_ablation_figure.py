@@ -1,12 +1,13 @@
-"""Draw one figure of a recipe ablation study (rule plot_ablation_figure)."""
+"""Draw one figure of a recipe ablation study (rule plot_recipe_ablation_figure), with the function its entry in
+the figure registry names."""
 
-from isocompute.figures.recipe_ablation import render
+from isocompute.figures.registry import FIGURES
 from isocompute.script_setup import start_job
 from isocompute.study.config import figure_style
 
 start_job(snakemake.log[0])
 wildcards = snakemake.wildcards
-render(
+FIGURES[wildcards.figure].drawing()(
     wildcards.figure,
     {name: list(files) for name, files in snakemake.input.items()},
     snakemake.params.runs,

@@ -1,0 +1,307 @@
+"""The figure registry: every figure the workflow draws, its one definition.
+
+A `Figure` says which instances it has (`kind`), what it shows (`summary` for the results index, `caption`
+for the Snakemake report), which artifacts it reads (`inputs`, names the figure rules' input functions turn
+into paths: `INPUTS`) and which function draws it (`draw`). The rules (`rules/figures.smk`,
+`rules/data_ablations.smk`, `rules/targets.smk` and their input functions), the report's caption
+(`workflow/report/figure.rst`, written from here: `python -m isocompute.figures.registry`) and the results
+index (`isocompute.study.artifacts`) all read this list.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from isocompute.study import recipe_ablations
+
+# What a figure can read, by the name its rule's input carries (the keys of `snakemake.input`).
+INPUTS = {
+    "fits": "fits.json of the study (per problem set: of each fixed-B_problem study; data figures: of each set drawn)",
+    "base": "the base model's evaluation on the validation set drawn",
+    "evals": "evals.parquet of each run drawn",
+    "logs": "train_log.parquet of each run drawn",
+    "pass_rates": "train_pass_rates.parquet of the study's smallest and largest n",
+    "train_fits": "train_fits.json of each set drawn (the training metrics' fits)",
+}
+# The kinds of instance a figure has, besides the study kinds (`isocompute.study.studies.NAME_FORMS`) and the
+# recipe ablations' kinds (`isocompute.study.recipe_ablations.KINDS`): one of each.
+SET, STUDY, ABLATION, DATA = "set", "study", "ablation", "data"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure: what it is drawn for, what it shows, what it reads and what draws it."""
+
+    name: str
+    # "set": one per problem set; "study": one per study of any kind, or a study kind: one per such study;
+    # "ablation": one per recipe ablation, or an ablation kind: one per such ablation; "data": one per
+    # data-ablation instance (`isocompute.fits.data_ablation.data_figure_instances`).
+    kind: str
+    summary: str
+    inputs: tuple[str, ...]
+    # The drawing function, "module.function": called with the figure's name first.
+    draw: str
+    caption: str
+
+    @property
+    def rule(self) -> str:
+        """The rule that draws the figure's instances."""
+        if self.kind == DATA:
+            return "plot_data_figure"
+        if self.kind == ABLATION or self.kind in recipe_ablations.KINDS:
+            return "plot_recipe_ablation_figure"
+        return "plot_set_figure" if self.kind == SET else "plot_study_figure"
+
+    @property
+    def results_glob(self) -> str:
+        """Where its files lie under results/, as a glob."""
+        if self.kind == DATA:
+            return f"figures/data/{self.name}_*"
+        return f"figures/*/{'' if self.kind == SET else '*/'}{self.name}.*"
+
+    def drawing(self) -> Callable[..., Any]:
+        """The function `draw` names."""
+        module, _, function = self.draw.rpartition(".")
+        return getattr(importlib.import_module(module), function)
+
+
+_FIGURES = [
+    Figure(
+        name="fig05_frontier",
+        kind="fixed_b_problem",
+        summary="paper Fig. 5: reward vs compute per n, frontier coloured by n*",
+        inputs=("fits", "base"),
+        draw="isocompute.figures.scaling.render",
+        caption=(
+            "Validation reward against sampling compute C for each n at a fixed B_problem (paper Figure 5): dots "
+            "are checkpoints, thin lines per-n monotonic sigmoid fits, the thick line their upper envelope (the "
+            "compute-optimal frontier) coloured by the n attaining it, the grey band its bootstrap 95 % interval, "
+            "the dashed line the base model."
+        ),
+    ),
+    Figure(
+        name="fig06_nstar",
+        kind="fixed_b_problem",
+        summary="paper Fig. 6: compute-optimal n* vs compute with its sigmoid fit",
+        inputs=("fits",),
+        draw="isocompute.figures.scaling.render",
+        caption=(
+            "Compute-optimal n* along the frontier against C, log-log (paper Figure 6), with the fit log2 n* = L "
+            "/ (1 + exp(-k (log10 C - log10 C0))) + b."
+        ),
+    ),
+    Figure(
+        name="fig07_nstar_by_metric",
+        kind="set",
+        summary="paper Fig. 7: n* at the largest compute for avg@4, best@4, worst@4",
+        inputs=("fits",),
+        draw="isocompute.figures.scaling.render",
+        caption=(
+            "n* at the largest compute for avg@k, best@k (coverage) and worst@k (sharpening), per fixed B_problem "
+            "(paper Figure 7)."
+        ),
+    ),
+    Figure(
+        name="fig08_fixed_batch_optimum",
+        kind="fixed_batch",
+        summary="paper Fig. 8: n*(M) and B_problem*(M) at fixed B",
+        inputs=("fits",),
+        draw="isocompute.figures.scaling.render",
+        caption=(
+            "At a fixed total batch B = B_problem * n: the compute-optimal n*(M) (a sigmoid) and B_problem*(M) "
+            "(an inverse sigmoid) against optimizer steps M (paper Figure 8)."
+        ),
+    ),
+    Figure(
+        name="fig09_sensitivity",
+        kind="set",
+        summary="paper Fig. 9: final reward vs B_problem at fixed n and vs n at fixed B_problem",
+        inputs=("evals",),
+        draw="isocompute.figures.scaling.render",
+        caption=(
+            "Reward at the final compute against B_problem at fixed n (left) and against n at fixed B_problem "
+            "(right) (paper Figure 9)."
+        ),
+    ),
+    Figure(
+        name="fig10_joint_frontier",
+        kind="joint",
+        summary="paper Fig. 10: global frontier annotated with (B_problem, n)",
+        inputs=("fits", "base"),
+        draw="isocompute.figures.scaling.render",
+        caption=(
+            "All three knobs free: per-(B_problem, n) curves and the global frontier annotated with the "
+            "(B_problem, n) attaining it (paper Figure 10)."
+        ),
+    ),
+    Figure(
+        name="fig11_joint_optimum",
+        kind="joint",
+        summary="paper Fig. 11: n*(C) and B_problem*(C) on the global frontier",
+        inputs=("fits",),
+        draw="isocompute.figures.scaling.render",
+        caption=(
+            "All three knobs free: n*(C) and B_problem*(C) along the global frontier with their sigmoid fits "
+            "(paper Figure 11)."
+        ),
+    ),
+    Figure(
+        name="fig12_train_pass_rates",
+        kind="fixed_b_problem",
+        summary="paper Fig. 12: training pass-rate distribution over training",
+        inputs=("fits", "pass_rates"),
+        draw="isocompute.figures.scaling.render",
+        caption=(
+            "Training-set pass-rate distribution at the first, middle and last checkpoint, for the smallest and "
+            "largest n of the study (paper Figure 12)."
+        ),
+    ),
+    Figure(
+        name="fig23_token_compute",
+        kind="fixed_b_problem",
+        summary="paper Fig. 23: n*(C) with compute in rollouts and in tokens",
+        inputs=("fits",),
+        draw="isocompute.figures.scaling.render",
+        caption=(
+            "n*(C) with compute measured in rollouts (left) and in sampled tokens (right) (paper Figure 23)."
+        ),
+    ),
+    Figure(
+        name="fig_extrapolation",
+        kind="study",
+        summary="does the law predict? refitted without the top compute, against what it left out",
+        inputs=("fits",),
+        draw="isocompute.figures.scaling.render",
+        caption=(
+            "Does the law predict? The top fits.holdout_decades of measured compute (grey band) are held out and "
+            "every curve and the law are refitted on the rest. Left: the compute-optimal value at each measured "
+            "compute point from all the data (dots) against the law fitted below the cutoff (red line); the title "
+            "gives the share of held-out points where the law is within a factor 2. Right: the frontier reward "
+            "there from all the data (blue) against the one predicted from below the cutoff (red, dashed), with "
+            "their mean absolute error in the title. Where the truncated data identify no law, or no point lies "
+            "on one side of the cutoff, the figure states why instead."
+        ),
+    ),
+    Figure(
+        name="fig03_training_health",
+        kind="ablation",
+        summary="paper Fig. 3: training reward, entropy, KL, length, zero-std share per run",
+        inputs=("logs", "evals", "base"),
+        draw="isocompute.figures.recipe_ablation.render",
+        caption=(
+            "Training health of an ablation study's runs (paper Figure 3's panels): training reward, entropy, KL "
+            "to the base model, response length and the share of groups whose rewards are all equal, per "
+            "optimizer step (thin) and smoothed (thick), beside validation reward at the checkpoints. A recipe "
+            "without a KL term logs no KL and has no line there."
+        ),
+    ),
+    Figure(
+        name="fig04_learning_rate",
+        kind="learning_rate",
+        summary="paper Fig. 4: the lr_base anchor sweep, reward per learning-rate rule",
+        inputs=("logs", "evals", "base"),
+        draw="isocompute.figures.recipe_ablation.render",
+        caption=(
+            "Learning rate (paper Figure 4): validation reward of the lr_base anchor sweep at B = B_ref (left), "
+            "and of the constant, linear and square-root rules at a larger B against steps and against compute."
+        ),
+    ),
+    Figure(
+        name="fig22_decoupled_baseline",
+        kind="decoupled_baseline",
+        summary="paper Fig. 22: n, a larger n and the decoupled baseline",
+        inputs=("logs", "evals", "base"),
+        draw="isocompute.figures.recipe_ablation.render",
+        caption=(
+            "Decoupled baseline (paper Figure 22): validation reward against compute (every sampled rollout "
+            "counted) and against steps for n, a larger n, and n of n_baseline rollouts in the loss with the "
+            "group's baseline over all n_baseline."
+        ),
+    ),
+    Figure(
+        name="fig14_train_vs_val",
+        kind="data",
+        summary="paper Fig. 14: training reward and training pass rate beside validation, n* vs set size",
+        inputs=("fits", "base", "train_fits"),
+        draw="isocompute.figures.data_ablation.render",
+        caption=(
+            "Training against validation over prompt-set size (paper Figure 14), one row per training-set size of "
+            "a sweep: the frontiers of validation reward, of the training reward (TRL's, averaged over the stated "
+            "window of compute up to C) and of the pass rate of sampled training problems, then the n*(C) of all "
+            "three on one panel. The last row plots n* at the largest compute all sizes share against the number "
+            "of training problems, for each of the three metrics: where the training metrics' n* parts from the "
+            "validation one, training reward is not a stand-in for held-out reward at that size."
+        ),
+    ),
+    Figure(
+        name="fig15_mixtures",
+        kind="data",
+        summary="paper Fig. 15: frontier and n*(C) of each Easy/Hard mixture beside the pure sets",
+        inputs=("fits", "base"),
+        draw="isocompute.figures.data_ablation.render",
+        caption=(
+            "Easy/Hard mixtures (paper Figure 15): one column per set, each mixture (also on the other evaluation "
+            "sets configured for it) beside the pure sets it mixes; top, the frontier of validation reward "
+            "against compute as in Figure 5; bottom, n*(C) as in Figure 6. Read across a row to see whether "
+            "mixing moves n* from where the pure sets put it."
+        ),
+    ),
+    Figure(
+        name="fig20_extremely_hard",
+        kind="data",
+        summary="paper Fig. 20: best@k and worst@k frontiers and n*(C) on the extremely hard set",
+        inputs=("fits", "base"),
+        draw="isocompute.figures.data_ablation.render",
+        caption=(
+            "The extremely hard set (paper Figure 20: problems the base model never solves in pass@k sampling): "
+            "left, best@k (coverage: at least one of k samples correct); right, worst@k (sharpening: all k "
+            "correct); top, their frontiers against compute; bottom, their n*(C). Coverage can rise while "
+            "sharpening stays at zero."
+        ),
+    ),
+    Figure(
+        name="fig21_out_of_domain",
+        kind="data",
+        summary="paper Fig. 21: frontier and n*(C) on an out-of-domain table beside each set's own validation",
+        inputs=("fits", "base"),
+        draw="isocompute.figures.data_ablation.render",
+        caption=(
+            "Out-of-domain evaluation (paper Figure 21): for each set evaluated on the out-of-domain table, two "
+            "columns, the runs scored on the set's own validation problems and the same runs (the same "
+            "checkpoints) scored on the out-of-domain table; top, the frontier against compute; bottom, n*(C). "
+            "Whether n* on the other table follows the one on the set's own validation says whether the "
+            "allocation transfers."
+        ),
+    ),
+]
+FIGURES: dict[str, Figure] = {figure.name: figure for figure in _FIGURES}
+# The paper's figures drawn per study, problem set or recipe ablation (`{figure}` in the rules), by kind.
+STUDY_FIGURES = {name: figure.kind for name, figure in FIGURES.items() if figure.kind != DATA}
+# The data ablations' figures (`{data_figure}`: each has instances named `<figure>_<instance>`).
+DATA_FIGURES = {name: figure.summary for name, figure in FIGURES.items() if figure.kind == DATA}
+
+_CAPTION_HEAD = (
+    "{# Written from isocompute.figures.registry (python -m isocompute.figures.registry): edit the captions "
+    "there. #}\n"
+    "{# plot_data_figure names its figure `data_figure` (the instance is a second wildcard); the other figure "
+    "rules `figure` #}\n"
+    "{% set figure = snakemake.wildcards.figure or snakemake.wildcards.data_figure %}\n"
+)
+
+
+def report_caption() -> str:
+    """The report's caption template (`workflow/report/figure.rst`): each figure's caption."""
+    branches = [
+        f'{{% {"if" if i == 0 else "elif"} figure == "{figure.name}" %}}{figure.caption}'
+        for i, figure in enumerate(FIGURES.values())
+    ]
+    return _CAPTION_HEAD + "\n".join(branches) + "\n{% endif %}\n"
+
+
+if __name__ == "__main__":
+    Path(sys.argv[1] if len(sys.argv) > 1 else "workflow/report/figure.rst").write_text(report_caption())

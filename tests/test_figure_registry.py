@@ -1,0 +1,125 @@
+"""The figure registry (`isocompute.figures.registry`): each figure's one definition, read by the rules, the
+report's caption and the results index."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+from test_workflow import DATA, MICRO, scratch_workflow, snakemake
+
+from isocompute.figures import registry
+from isocompute.figures.registry import FIGURES, INPUTS
+from isocompute.study import artifacts, recipe_ablations
+from isocompute.study.specs import FigureStyle
+from isocompute.study.studies import NAME_FORMS
+
+# The file each input name stands for (a figure's rule input carrying that name reads only these).
+INPUT_FILES = {
+    "fits": "fits.json",
+    "base": "base_model.parquet",
+    "evals": "evals.parquet",
+    "logs": "train_log.parquet",
+    "pass_rates": "train_pass_rates.parquet",
+    "train_fits": "train_fits.json",
+}
+KINDS = {registry.SET, registry.STUDY, registry.ABLATION, registry.DATA, *NAME_FORMS, *recipe_ablations.KINDS}
+
+
+def drawn_by(module_name: str) -> set[str]:
+    """The figures a drawing module knows: the keys of its `drawers` (nothing is read to list them)."""
+    module = importlib.import_module(module_name)
+    style = FigureStyle(palette="viridis", dpi=50, width=4.0, height=3.0, context="paper")
+    arguments = {
+        "isocompute.figures.scaling": ({}, "", "avg@4", 4, style, []),
+        "isocompute.figures.recipe_ablation": ({}, [], "", "avg@4", style, []),
+        "isocompute.figures.data_ablation": ({}, [], [], "avg@4", 4, style, []),
+    }[module_name]
+    return set(module.drawers(*arguments))
+
+
+@pytest.mark.parametrize("figure", FIGURES.values(), ids=list(FIGURES))
+def test_every_figure_has_a_kind_a_caption_known_inputs_and_a_drawer_that_knows_it(figure: registry.Figure) -> None:
+    assert figure.kind in KINDS
+    assert figure.summary and figure.caption and figure.caption.strip() == figure.caption
+    assert figure.inputs and len(set(figure.inputs)) == len(figure.inputs) and set(figure.inputs) <= set(INPUTS)
+    draw = figure.drawing()
+    assert callable(draw) and draw.__name__ == "render"
+    assert figure.name in drawn_by(draw.__module__)
+
+
+def test_every_drawer_is_registered() -> None:
+    for module in {figure.draw.rpartition(".")[0] for figure in FIGURES.values()}:
+        assert drawn_by(module) == {name for name, f in FIGURES.items() if f.draw.startswith(module + ".")}
+
+
+def test_the_report_caption_is_written_from_the_registry() -> None:
+    caption = (REPO / "workflow/report/figure.rst").read_text()
+    assert caption == registry.report_caption(), "run: python -m isocompute.figures.registry"
+    for figure in FIGURES.values():
+        assert f'figure == "{figure.name}" %}}{figure.caption}\n' in caption
+
+
+def test_the_results_index_lists_every_registered_figure(tmp_path: Path) -> None:
+    for figure in FIGURES.values():
+        assert (figure.results_glob, figure.summary) in artifacts.CATALOGUE
+    examples = {
+        "fig05_frontier": "figures/easy/bp4/fig05_frontier.png",
+        "fig07_nstar_by_metric": "figures/easy/fig07_nstar_by_metric.pdf",
+        "fig03_training_health": "figures/easy/regularization/fig03_training_health.png",
+        "fig20_extremely_hard": "figures/data/fig20_extremely_hard_xhard.png",
+    }
+    for name, path in examples.items():
+        assert artifacts.describe_artifact(path) == FIGURES[name].summary
+    results = tmp_path / "results"
+    for path in examples.values():
+        (results / path).parent.mkdir(parents=True, exist_ok=True)
+        (results / path).write_text("")
+    assert artifacts.write_index(results, results / "README.md") == []
+    index = (results / "README.md").read_text()
+    for figure in FIGURES.values():
+        assert f"- `{figure.results_glob}`: {figure.summary}" in index
+
+
+JOB = re.compile(r"^rule (\w+):\n    input: ([^\n]*)\n(?:    [^\n]*\n)*?    wildcards: ([^\n]*)\n", re.MULTILINE)
+
+
+def figure_jobs(stdout: str) -> dict[str, list[tuple[str, list[str]]]]:
+    """Each figure drawn in a dry run: the rule of each of its jobs and that job's input files."""
+    jobs: dict[str, list[tuple[str, list[str]]]] = {}
+    for rule, inputs, wildcards in JOB.findall(stdout):
+        values = dict(pair.split("=", 1) for pair in wildcards.split(", "))
+        name = values.get("figure") or values.get("data_figure")
+        if name in FIGURES:
+            jobs.setdefault(name, []).append((rule, inputs.split(", ")))
+    return jobs
+
+
+def test_every_figures_inputs_resolve_to_the_files_its_registry_entry_names(tmp_path: Path) -> None:
+    """The default config (the paper's figures per study and set), the CPU recipe ablations and the micro data
+    ablations between them draw every registered figure; each job reads what its entry lists, nothing else."""
+    jobs: dict[str, list[tuple[str, list[str]]]] = {}
+    for i, configfiles in enumerate(
+        [("config/config.yaml",), ("config/presets/ablations_cpu.yaml",), (MICRO, DATA)]
+    ):
+        (tmp_path / str(i)).mkdir()
+        workdir = scratch_workflow(tmp_path / str(i))
+        result = snakemake(workdir, "-n", configfiles=configfiles)
+        assert result.returncode == 0, result.stderr[-3000:]
+        for name, found in figure_jobs(result.stdout).items():
+            jobs.setdefault(name, []).extend(found)
+    assert set(jobs) == set(FIGURES)
+    for name, found in jobs.items():
+        figure = FIGURES[name]
+        for rule, inputs in found:
+            if rule == "plot_study_figure_on":  # Figs. 5 and 6 on another set: its fits and base model there
+                continue
+            assert rule == figure.rule
+            assert {kind for kind in figure.inputs if any(p.endswith("/" + INPUT_FILES[kind]) for p in inputs)} == set(
+                figure.inputs
+            ), (name, inputs)
+            wanted = tuple(INPUT_FILES[kind] for kind in figure.inputs)
+            assert all(p.endswith(wanted) for p in inputs), (name, inputs)
