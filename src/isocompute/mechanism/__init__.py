@@ -25,6 +25,7 @@ EXPORTS = {
     "checkpoint_group_gradients": "noise_scale",
     "gram_noise_scale": "noise_scale",
     "measure_checkpoint": "noise_scale",
+    "measure_run": "noise_scale",
     "measured_run": "noise_scale",
     "predict_n": "noise_scale",
     "simulated_gram": "noise_scale",
