@@ -5,8 +5,9 @@ import re
 from isocompute.adaptive import rungs
 from isocompute.figures import registry as figure_registry
 from isocompute.fits import data_ablation as data_ablation_fits
-from isocompute.study import config as study_config
-from isocompute.study import inputs, recipe_ablations, studies, upgrades
+from isocompute.pipeline import config as study_config
+from isocompute.pipeline import inputs
+from isocompute.study import recipe_ablations, studies, upgrades
 
 study_config.validate_config(
     config, workflow.source_path("../workflow/schemas/config.schema.yaml")

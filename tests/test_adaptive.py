@@ -21,8 +21,8 @@ from isocompute.adaptive.rungs import AdaptiveError, AdaptiveSettings, reached_r
 from isocompute.cli import main
 from isocompute.fits.bootstrap import resample_evals
 from isocompute.fits.fits_json import fit_study
+from isocompute.pipeline.config import ConfigError, check_config, validate_config
 from isocompute.sampling.metrics import summarize_counts
-from isocompute.study.config import ConfigError, check_config, validate_config
 
 BOOTSTRAP = 10
 SETTINGS = AdaptiveSettings(rung_factor=4.0, min_steps=10, audit_rungs=1)

@@ -9,10 +9,8 @@ import yaml
 from conftest import REPO
 from snakemake.utils import update_config
 
-from isocompute.study import config as config_module
-from isocompute.study import upgrades
-from isocompute.study.cluster_rules import UnregisteredRuleError, resource_keys
-from isocompute.study.config import (
+from isocompute.pipeline import config as config_module
+from isocompute.pipeline.config import (
     ConfigError,
     ablations_of,
     check_config,
@@ -29,6 +27,8 @@ from isocompute.study.config import (
     validate_config,
     with_layout,
 )
+from isocompute.study import upgrades
+from isocompute.study.cluster_rules import UnregisteredRuleError, resource_keys
 from isocompute.study.grid import GridPoint, learning_rate
 
 DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())

@@ -22,9 +22,9 @@ from conftest import ONE_RUN
 from test_workflow import MICRO, scratch_workflow, snakemake
 
 from isocompute.files import write_table
+from isocompute.plan.status import status
 from isocompute.study.grid import GridPoint
 from isocompute.study.specs import Recipe, SamplingSpec, TrainingSpec
-from isocompute.study.status import status
 from isocompute.training.checkpoints import checkpoint_problem, is_weights_only, weights_problem
 from isocompute.training.launch import TrainingJob, run_job
 from isocompute.training.progress import read_events

@@ -13,7 +13,8 @@ from test_workflow import DATA, MICRO, scratch_workflow, snakemake
 
 from isocompute.figures import registry
 from isocompute.figures.registry import FIGURES, INPUTS
-from isocompute.study import artifacts, recipe_ablations
+from isocompute.pipeline import artifacts
+from isocompute.study import recipe_ablations
 from isocompute.study.specs import FigureStyle
 from isocompute.study.studies import NAME_FORMS
 

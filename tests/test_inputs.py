@@ -9,7 +9,7 @@ import pytest
 from test_problems import guru_rows
 from test_workflow import scratch_workflow, snakemake
 
-from isocompute.study.inputs import model_problem, table_problem
+from isocompute.pipeline.inputs import model_problem, table_problem
 
 TABLE = pd.DataFrame({"id": ["a", "b"], "prompt": ["1+1=", "2+2="], "answer": ["2", "4"]})
 

@@ -9,7 +9,7 @@ import pytest
 from conftest import REPO
 
 from isocompute.cli import main
-from isocompute.plan.requests import JobRequest, PlanError, format_table, plan, summarize, adaptive_plan
+from isocompute.plan.requests import JobRequest, PlanError, adaptive_plan, format_table, plan, summarize
 
 PAPER = REPO / "config" / "presets" / "paper.yaml"
 

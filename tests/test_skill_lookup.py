@@ -23,7 +23,7 @@ from isocompute.data.difficulty import validation_reserve
 from isocompute.data.problems import validate_problem_table
 from isocompute.data.skill_lookup import DEFAULT_ANSWER, SkillLookupTask
 from isocompute.data.tasks import ADDITION, SKILL_LOOKUP, AdditionTask, synthetic_task
-from isocompute.study.config import (
+from isocompute.pipeline.config import (
     ConfigError,
     base_model_spec,
     check_config,

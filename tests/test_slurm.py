@@ -28,7 +28,7 @@ import pandas as pd
 import pytest
 from conftest import ONE_RUN, REPO
 
-from isocompute.study.status import status
+from isocompute.plan.status import status
 from isocompute.training.progress import attempts, read_events
 
 MICRO = ".test/config_micro/config.yaml"

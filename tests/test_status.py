@@ -13,8 +13,8 @@ from test_workflow import scratch_workflow
 
 from isocompute.cli import main
 from isocompute.plan.requests import _workflow_of, loaded_workflow
+from isocompute.plan.status import format_status, status
 from isocompute.study.cluster_rules import CLUSTER_RULES
-from isocompute.study.status import format_status, status
 from isocompute.training.runlock import TrainerLock
 
 MICRO = ".test/config_micro/config.yaml"

@@ -3,7 +3,14 @@ import re
 import pytest
 
 from isocompute.study.grid import GridPoint
-from isocompute.study.studies import NAME_PATTERN, Study, StudyError, configured_studies, parse_study, study_name
+from isocompute.study.studies import (
+    NAME_PATTERN,
+    Study,
+    StudyError,
+    configured_studies,
+    parse_study,
+    study_name,
+)
 
 POINTS = [GridPoint("easy", b, n, 0) for b, n in [(16, 2), (16, 4), (16, 8), (64, 2), (32, 4), (4, 32)]]
 

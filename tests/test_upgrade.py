@@ -18,8 +18,8 @@ import pytest
 from conftest import REPO, copy_of_study
 from test_workflow import MICRO, snakemake
 
+from isocompute.pipeline.artifacts import describe_artifact
 from isocompute.study import upgrades
-from isocompute.study.artifacts import describe_artifact
 
 # The last commit of the old layout: the flat package src/isocompute/*.py and rules/*.smk as they were
 # before the move into subpackages. A study finished on it must survive the move.

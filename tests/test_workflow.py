@@ -17,7 +17,7 @@ from conftest import REPO, copy_of_study
 from test_problems import guru_rows
 from transformers import AutoModelForCausalLM
 
-from isocompute.study.artifacts import describe_artifact
+from isocompute.pipeline.artifacts import describe_artifact
 
 MICRO = ".test/config_micro/config.yaml"
 WORKFLOW_PARTS = ["Snakefile", "rules", "workflow", "config", "envs", ".test", "profiles"]

@@ -1,4 +1,5 @@
-"""Result files written whole or not at all, and the tables among them read back.
+"""Result files written whole or not at all, the tables among them read back, and whether a weights file is
+whole.
 
 A job can be killed at any moment (a SLURM time limit, preemption, a lost node), and a weeks-long study
 reads its files while other jobs still write theirs. So every result file and folder is written under a
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import struct
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -67,3 +69,23 @@ def read_table(path: str | Path) -> pd.DataFrame:
     if not Path(path).exists():
         raise FileNotFoundError(f"{path}: no such file")
     return pd.read_parquet(path) if str(path).endswith(".parquet") else pd.read_csv(path)
+
+
+def safetensors_problem(path: Path) -> str | None:
+    """A safetensors file is an 8-byte header length, a JSON header, then the tensors it lists: the file
+    must be exactly as long as the header says."""
+    if not path.is_file():
+        return f"{path.name} is missing"
+    size = path.stat().st_size
+    try:
+        with path.open("rb") as handle:
+            (length,) = struct.unpack("<Q", handle.read(8))
+            if length > size:
+                return f"{path.name} is truncated"
+            header = json.loads(handle.read(length))
+    except (struct.error, ValueError, OSError):
+        return f"{path.name} has an unreadable header"
+    end = max((entry["data_offsets"][1] for key, entry in header.items() if key != "__metadata__"), default=0)
+    if size != 8 + length + end:
+        return f"{path.name} is truncated ({size} of {8 + length + end} bytes)"
+    return None

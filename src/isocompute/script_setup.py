@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from isocompute.study.config import with_layout
+from isocompute.pipeline.config import with_layout
 
 
 def start_job(log_path: str) -> TextIO:

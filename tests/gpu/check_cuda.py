@@ -36,7 +36,7 @@ SKIP = 77
 def _model(workdir: Path) -> str:
     """The default study's built-in base model, pre-trained briefly (once per WORKDIR)."""
     from isocompute.data.base_model import pretrain_base_model
-    from isocompute.study.config import base_model_spec
+    from isocompute.pipeline.config import base_model_spec
 
     path = workdir / "base_model"
     if not (path / "config.json").exists():

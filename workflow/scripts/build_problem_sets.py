@@ -7,8 +7,8 @@ import pandas as pd
 
 from isocompute.data.difficulty import bucket_sizes, build_problem_set, select
 from isocompute.files import write_json, write_table
+from isocompute.pipeline.config import problem_set_spec
 from isocompute.script_setup import start_job
-from isocompute.study.config import problem_set_spec
 
 start_job(snakemake.log[0])
 pool = pd.read_parquet(snakemake.input.pool)

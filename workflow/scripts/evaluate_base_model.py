@@ -5,10 +5,10 @@ import logging
 import pandas as pd
 
 from isocompute.files import write_table
+from isocompute.pipeline.config import sampling_spec
 from isocompute.sampling.evaluation import summary_row
 from isocompute.sampling.generation import make_sampler, score_problems
 from isocompute.script_setup import base_model_of, generation_of, start_job
-from isocompute.study.config import sampling_spec
 
 start_job(snakemake.log[0])
 generation = generation_of(snakemake)

@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 
 from isocompute.files import write_table
+from isocompute.pipeline.config import sampling_spec
 from isocompute.sampling.evaluation import evaluate_checkpoints, new_checkpoints
 from isocompute.sampling.generation import make_sampler
 from isocompute.script_setup import generation_of, start_job
-from isocompute.study.config import sampling_spec
 
 start_job(snakemake.log[0])
 evaluation = snakemake.params.evaluation

@@ -5,8 +5,8 @@ import logging
 from isocompute.data.problems import validate_problem_table
 from isocompute.data.tasks import synthetic_task
 from isocompute.files import write_table
+from isocompute.pipeline.config import pool_source
 from isocompute.script_setup import start_job
-from isocompute.study.config import pool_source
 
 start_job(snakemake.log[0])
 source = pool_source(dict(snakemake.params.items()))

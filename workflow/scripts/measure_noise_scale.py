@@ -9,8 +9,8 @@ import pandas as pd
 
 from isocompute.files import write_json, write_table
 from isocompute.mechanism.noise_scale import NoiseSettings, agreement_table, measure_run
+from isocompute.pipeline.config import sampling_spec
 from isocompute.script_setup import base_model_of, start_job
-from isocompute.study.config import sampling_spec
 
 start_job(snakemake.log[0])
 settings = snakemake.params.settings

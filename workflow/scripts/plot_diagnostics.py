@@ -3,8 +3,8 @@
 import pandas as pd
 
 from isocompute.figures.mechanism import plot_training_diagnostics
+from isocompute.pipeline.config import figure_style
 from isocompute.script_setup import start_job
-from isocompute.study.config import figure_style
 
 start_job(snakemake.log[0])
 wildcards = snakemake.wildcards

@@ -6,8 +6,8 @@ from pathlib import Path
 import pandas as pd
 
 from isocompute.figures.mechanism import plot_probe
+from isocompute.pipeline.config import figure_style
 from isocompute.script_setup import start_job
-from isocompute.study.config import figure_style
 
 start_job(snakemake.log[0])
 plot_probe(

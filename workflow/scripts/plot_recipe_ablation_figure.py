@@ -2,8 +2,8 @@
 the figure registry names."""
 
 from isocompute.figures.registry import FIGURES
+from isocompute.pipeline.config import figure_style
 from isocompute.script_setup import start_job
-from isocompute.study.config import figure_style
 
 start_job(snakemake.log[0])
 wildcards = snakemake.wildcards

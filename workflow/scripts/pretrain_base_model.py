@@ -4,8 +4,8 @@ import logging
 
 from isocompute.data.base_model import pretrain_base_model
 from isocompute.files import write_table
+from isocompute.pipeline.config import base_model_spec
 from isocompute.script_setup import start_job
-from isocompute.study.config import base_model_spec
 
 start_job(snakemake.log[0])
 spec = base_model_spec(snakemake.params.settings)

@@ -3,8 +3,8 @@
 import logging
 
 from isocompute.mechanism.probe import ProbeSettings, probe, read_problems, write_probe
+from isocompute.pipeline.config import sampling_spec
 from isocompute.script_setup import base_model_of, start_job
-from isocompute.study.config import sampling_spec
 from isocompute.study.grid import learning_rate
 
 start_job(snakemake.log[0])

@@ -6,9 +6,9 @@ import pandas as pd
 
 from isocompute.data.difficulty import score_difficulty, shard_of
 from isocompute.files import write_table
+from isocompute.pipeline.config import sampling_spec
 from isocompute.sampling.generation import make_sampler
 from isocompute.script_setup import base_model_of, generation_of, start_job
-from isocompute.study.config import sampling_spec
 
 start_job(snakemake.log[0])
 shard = int(snakemake.wildcards.shard)

@@ -6,9 +6,9 @@ import pandas as pd
 
 from isocompute.data.difficulty import staged_pass_at
 from isocompute.files import write_json, write_table
+from isocompute.pipeline.config import sampling_spec
 from isocompute.sampling.generation import make_sampler
 from isocompute.script_setup import base_model_of, generation_of, start_job
-from isocompute.study.config import sampling_spec
 
 start_job(snakemake.log[0])
 k = int(snakemake.wildcards.k)

@@ -7,8 +7,8 @@ from isocompute.adaptive.decisions import adaptive_summary
 from isocompute.adaptive.rungs import AdaptiveSettings, reached_rungs
 from isocompute.figures.scaling import plot_sweep_frontier
 from isocompute.files import write_json
+from isocompute.pipeline.config import figure_style
 from isocompute.script_setup import start_job
-from isocompute.study.config import figure_style
 
 start_job(snakemake.log[0])
 params = snakemake.params

@@ -10,8 +10,8 @@ import sys
 
 import pandas as pd
 
+from isocompute.pipeline.config import launch_spec, recipe_spec, training_spec, with_layout
 from isocompute.script_setup import base_model_of, start_job
-from isocompute.study.config import launch_spec, recipe_spec, training_spec, with_layout
 from isocompute.training.launch import TrainingJob, WorldSizeChanged, run_job
 from isocompute.training.runlock import TrainerAlive
 from isocompute.training.timelimit import TimeLimitReached, slurm_deadline

@@ -3,8 +3,8 @@
 import logging
 from pathlib import Path
 
+from isocompute.pipeline.artifacts import write_index
 from isocompute.script_setup import start_job
-from isocompute.study.artifacts import write_index
 
 start_job(snakemake.log[0])
 unknown = write_index(Path(snakemake.output.index).parent, snakemake.output.index)

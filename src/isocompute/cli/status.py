@@ -15,7 +15,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> None:
     """Print the study's status as a text table (imported here, like plan, to keep `fit` light)."""
-    from isocompute.study.status import format_status, status
+    from isocompute.plan.status import format_status, status
 
     table, total = status(args.configfiles, args.snakefile, args.directory)
     print(format_status(table, total))

@@ -18,10 +18,10 @@ from typing import Any
 import pandas as pd
 from datasets import load_dataset
 
+from isocompute.data.table_schema import GURU_COLUMNS, LOCAL_FORMATS
+from isocompute.data.table_schema import PROBLEM_COLUMNS as COLUMNS
 from isocompute.errors import IsoComputeError
 from isocompute.sampling.answers import answer_parses
-from isocompute.study.inputs import GURU_COLUMNS, LOCAL_FORMATS
-from isocompute.study.inputs import PROBLEM_COLUMNS as COLUMNS
 
 SCHEMAS = ("problem_table", "guru")
 

@@ -12,41 +12,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from isocompute.data.skill_lookup import SkillLookupTask
+from isocompute.study.specs import SyntheticTask
 
 ALPHABET = "0123456789+="
 ADDITION = "synthetic_addition"
 SKILL_LOOKUP = "synthetic_skill_lookup"
 SYNTHETIC_SOURCES = (ADDITION, SKILL_LOOKUP)
-
-
-class SyntheticTask(Protocol):
-    """What the pipeline asks of a built-in task. `size` and `size_setting` (the settings that fix the size,
-    for error messages) let the config check the sets against the pool before any job runs."""
-
-    @property
-    def size(self) -> int: ...
-
-    @property
-    def size_setting(self) -> str: ...
-
-    @property
-    def sequence_length(self) -> int:
-        """About the longest prompt + answer + eos; the base model's positions are a multiple of it."""
-        ...
-
-    def pool(self, seed: int) -> pd.DataFrame:
-        """The problem table (`id`, `prompt`, `answer`), prompts unique."""
-        ...
-
-    def pretraining_sampler(self, seed: int) -> Callable[[np.random.Generator], tuple[str, str]]:
-        """A function drawing one supervised (prompt, label) pair per call from the generator it is given."""
-        ...
 
 
 def sample_addition(rng: np.random.Generator, min_digits: int, max_digits: int) -> tuple[str, str]:

@@ -5,7 +5,7 @@ for the Snakemake report), which artifacts it reads (`inputs`, names the figure 
 into paths: `INPUTS`) and which function draws it (`draw`). The rules (`rules/figures.smk`,
 `rules/data_ablations.smk`, `rules/targets.smk` and their input functions), the report's caption
 (`workflow/report/figure.rst`, written from here: `python -m isocompute.figures.registry`) and the results
-index (`isocompute.study.artifacts`) all read this list.
+index (`isocompute.pipeline.artifacts`) all read this list.
 """
 
 from __future__ import annotations

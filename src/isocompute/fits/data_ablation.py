@@ -1,6 +1,6 @@
 """Data ablations (paper Figs. 14, 15, 20, 21): which problem sets the compute-optimal n is measured on.
 
-The sets themselves are config expressions (`isocompute.study.config.problem_sets`): size sweeps, mixtures of
+The sets themselves are config expressions (`isocompute.pipeline.config.problem_sets`): size sweeps, mixtures of
 buckets, and the extremely hard set (pass@k = 0). Each set's runs are fitted by the same studies as any
 other set; this module adds what Fig. 14 compares them with: the training reward as TRL logs it per step,
 smoothed over a window of compute, and the pass rate on a sample of the training set, fitted like the

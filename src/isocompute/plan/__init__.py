@@ -1,5 +1,6 @@
-"""What a study will cost before it runs: the GPU-hours Snakemake would request, and what the runs need from
-a step model.
+"""What a study costs and where it stands: the GPU-hours Snakemake would request, what the runs need from a
+step model, and every run's state read from its files while the study runs (`isocompute plan`, `isocompute
+status`).
 
 Its public names are re-exported here (`isocompute.plan.NAME`), each loaded from its module on first
 use; a name that is also a module's name (`frontier.frontier`) is reached through its module.
@@ -31,5 +32,6 @@ EXPORTS = {
     "plan": "requests",
     "plan_report": "requests",
     "summarize": "requests",
+    "format_status": "status",
 }
 __getattr__, __dir__ = lazy_exports(__name__, EXPORTS)

@@ -37,7 +37,7 @@ import numpy as np
 import yaml
 
 from isocompute.errors import IsoComputeError
-from isocompute.study.config import grid_points, rule_resources, training_gpus
+from isocompute.pipeline.config import grid_points, rule_resources, training_gpus
 from isocompute.study.grid import checkpoint_steps, total_steps
 from isocompute.training.progress import PROGRESS_FILE, attempts, read_event_file
 

@@ -37,9 +37,9 @@ from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings
 from snakemake_interface_common.exceptions import ApiError, WorkflowError
 
 from isocompute.errors import IsoComputeError
+from isocompute.pipeline.config import ConfigError
 from isocompute.plan.budget import StepModel, format_needs, run_needs
 from isocompute.study.cluster_rules import CLUSTER_RULES
-from isocompute.study.config import ConfigError
 
 COLUMNS = ["rule", "jobs", "local", "gpus_per_job", "runtime_min", "gpu_hours"]
 

@@ -1,6 +1,6 @@
-"""What a study is: the validated config and its typed settings, the grid of runs, the three studies
-(questions) and their names, the settings added by upgrades, the input checks, the results layout and
-`isocompute status`.
+"""What a study is, in the terms every stage shares: the typed settings, the grid of runs and its compute
+points, the three studies (questions) and their names, the recipe ablations' runs, the rules that hold
+GPUs, and the settings added by upgrades.
 
 Its public names are re-exported here (`isocompute.study.NAME`), each loaded from its module on first
 use; a name that is also a module's name (`frontier.frontier`) is reached through its module.
@@ -11,41 +11,10 @@ from isocompute.exports import lazy_exports
 # Each public name and the module that defines it, loaded on first use: importing one module of
 # the subpackage never imports the others (torch, TRL or Snakemake among them).
 EXPORTS = {
-    "describe_artifact": "artifacts",
-    "write_index": "artifacts",
     "CLUSTER_RULES": "cluster_rules",
     "UnregisteredRuleError": "cluster_rules",
     "cluster_rule": "cluster_rules",
     "resource_keys": "cluster_rules",
-    "Config": "config",
-    "ConfigError": "config",
-    "ablations_of": "config",
-    "base_model_spec": "config",
-    "check_config": "config",
-    "conda_env": "config",
-    "evaluation_sets": "config",
-    "figure_style": "config",
-    "grid_points": "config",
-    "launch_spec": "config",
-    "output_roots": "config",
-    "params_form": "config",
-    "pool_params": "config",
-    "pool_source": "config",
-    "pretraining_settings": "config",
-    "problem_set_spec": "config",
-    "problem_sets": "config",
-    "recipe_name": "config",
-    "recipe_spec": "config",
-    "rule_resources": "config",
-    "run_lr": "config",
-    "run_params": "config",
-    "sampling_spec": "config",
-    "studies_of": "config",
-    "training_gpus": "config",
-    "training_spec": "config",
-    "validate_config": "config",
-    "with_layout": "config",
-    "without_layout": "config",
     "GridError": "grid",
     "GridPoint": "grid",
     "LR_RULES": "grid",
@@ -55,11 +24,6 @@ EXPORTS = {
     "expand_grid": "grid",
     "learning_rate": "grid",
     "total_steps": "grid",
-    "GURU_COLUMNS": "inputs",
-    "LOCAL_FORMATS": "inputs",
-    "PROBLEM_COLUMNS": "inputs",
-    "model_problem": "inputs",
-    "table_problem": "inputs",
     "RecipeAblation": "recipe_ablations",
     "configured_recipe_ablations": "recipe_ablations",
     "BaseModelSpec": "specs",
@@ -70,8 +34,8 @@ EXPORTS = {
     "Recipe": "specs",
     "RolloutEngine": "specs",
     "SamplingSpec": "specs",
+    "SyntheticTask": "specs",
     "TrainingSpec": "specs",
-    "format_status": "status",
     "NAME_FORMS": "studies",
     "NAME_PATTERN": "studies",
     "Study": "studies",

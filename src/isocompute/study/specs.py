@@ -6,11 +6,37 @@ invocation does) imports no torch, transformers or TRL.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from isocompute.data.tasks import SyntheticTask
+    import numpy as np
+    import pandas as pd
+
+
+class SyntheticTask(Protocol):
+    """What the pipeline asks of a built-in task. `size` and `size_setting` (the settings that fix the size,
+    for error messages) let the config check the sets against the pool before any job runs."""
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def size_setting(self) -> str: ...
+
+    @property
+    def sequence_length(self) -> int:
+        """About the longest prompt + answer + eos; the base model's positions are a multiple of it."""
+        ...
+
+    def pool(self, seed: int) -> pd.DataFrame:
+        """The problem table (`id`, `prompt`, `answer`), prompts unique."""
+        ...
+
+    def pretraining_sampler(self, seed: int) -> Callable[[np.random.Generator], tuple[str, str]]:
+        """A function drawing one supervised (prompt, label) pair per call from the generator it is given."""
+        ...
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ EXPORTS = {
     "is_weights_only": "checkpoints",
     "keep_newest_whole": "checkpoints",
     "last_good_checkpoint": "checkpoints",
-    "safetensors_problem": "checkpoints",
     "step_of": "checkpoints",
     "thin_finished_run": "checkpoints",
     "weights_problem": "checkpoints",

@@ -23,12 +23,11 @@ import logging
 import os
 import re
 import shutil
-import struct
 import zipfile
 from collections.abc import Collection
 from pathlib import Path
 
-from isocompute.files import write_json
+from isocompute.files import safetensors_problem, write_json
 from isocompute.training.runlock import describe_holder, holder, trainer_alive
 
 LOG = logging.getLogger(__name__)
@@ -249,24 +248,4 @@ def _torch_file_problem(path: Path) -> str | None:
         return f"{path.name} is missing"
     if not zipfile.is_zipfile(path):
         return f"{path.name} is truncated or not a torch file"
-    return None
-
-
-def safetensors_problem(path: Path) -> str | None:
-    """A safetensors file is an 8-byte header length, a JSON header, then the tensors it lists: the file
-    must be exactly as long as the header says."""
-    if not path.is_file():
-        return f"{path.name} is missing"
-    size = path.stat().st_size
-    try:
-        with path.open("rb") as handle:
-            (length,) = struct.unpack("<Q", handle.read(8))
-            if length > size:
-                return f"{path.name} is truncated"
-            header = json.loads(handle.read(length))
-    except (struct.error, ValueError, OSError):
-        return f"{path.name} has an unreadable header"
-    end = max((entry["data_offsets"][1] for key, entry in header.items() if key != "__metadata__"), default=0)
-    if size != 8 + length + end:
-        return f"{path.name} is truncated ({size} of {8 + length + end} bytes)"
     return None

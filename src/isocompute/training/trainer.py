@@ -35,9 +35,9 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 from trl import GRPOConfig, GRPOTrainer
 
 from isocompute.files import write_json, write_table, write_text
+from isocompute.pipeline.config import without_layout
 from isocompute.sampling.answers import reward_function
 from isocompute.sampling.prompts import trl_prompt
-from isocompute.study.config import without_layout
 from isocompute.study.grid import GridPoint, batch_split, checkpoint_steps, learning_rate, total_steps
 from isocompute.study.specs import LaunchSpec, Recipe, RolloutEngine, TrainingSpec
 from isocompute.study.upgrades import changed_settings

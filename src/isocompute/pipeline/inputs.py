@@ -15,12 +15,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from isocompute.study.config import Config, ConfigError
-from isocompute.training.checkpoints import safetensors_problem
+from isocompute.data.table_schema import GURU_COLUMNS, LOCAL_FORMATS, PROBLEM_COLUMNS
+from isocompute.files import safetensors_problem
+from isocompute.pipeline.config import Config, ConfigError
 
-PROBLEM_COLUMNS = ("id", "prompt", "answer")
-GURU_COLUMNS = ("data_source", "prompt", "reward_model")
-LOCAL_FORMATS = {".parquet": "parquet", ".json": "json", ".jsonl": "json", ".csv": "csv"}
 WEIGHT_FILES = (
     "model.safetensors",
     "model.safetensors.index.json",

@@ -27,8 +27,8 @@ from typing import Any
 
 import pandas as pd
 
+from isocompute.pipeline.config import Config, grid_points, output_roots, rule_resources
 from isocompute.study.cluster_rules import CLUSTER_RULES
-from isocompute.study.config import Config, grid_points, output_roots, rule_resources
 from isocompute.study.grid import GridPoint, total_steps
 from isocompute.training.progress import Attempt, attempts, read_events
 from isocompute.training.runlock import trainer_alive
