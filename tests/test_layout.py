@@ -52,3 +52,17 @@ def test_the_leaf_modules_import_nothing_of_the_project() -> None:
     """Table and file I/O, the error base and the lazy exports sit under everything else."""
     for leaf in ("files.py", "errors.py", "exports.py"):
         assert not [m for m in imported_modules(PACKAGE / leaf) if m.startswith("isocompute")], leaf
+
+
+def test_no_two_subpackages_import_each_other() -> None:
+    """The subpackages form layers: an import between two of them runs one way only (a circle would tie
+    their import order, and a newcomer could not read one without the other)."""
+    arrows: dict[tuple[str, str], list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE).parts
+        source = parts[0] if len(parts) > 1 else path.stem
+        for module in imported_modules(path):
+            if module.startswith("isocompute.") and (target := module.split(".")[1]) != source:
+                arrows.setdefault((source, target), []).append(str(path.relative_to(PACKAGE)))
+    both_ways = sorted((a, b, arrows[a, b], arrows[b, a]) for a, b in arrows if (b, a) in arrows and a < b)
+    assert not both_ways
