@@ -63,9 +63,6 @@ ADAPTIVE_STUDIES = {
 }
 ADAPTIVE_RUNS = {p.run for s in ADAPTIVE_STUDIES.values() for p in s.runs(GRID)}
 FULL_RUNS = {p.run for p in GRID} - ADAPTIVE_RUNS
-# The old names, for rules/inputs/targets.smk until it reads the new ones.
-SWEPT_SETS = GRID_SETS
-SWEPT_STUDIES = ADAPTIVE_STUDIES
 
 FIGURES = {name: kind for name, (kind, _) in studies.FIGURES.items()}
 DATA_FIGURES = data_ablation_fits.DATA_FIGURES

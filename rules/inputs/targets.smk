@@ -12,7 +12,7 @@ def figure_paths(figure):
     elif kind == "set":
         folders = [
             problem_set
-            for problem_set in SWEPT_SETS
+            for problem_set in GRID_SETS
             if figure != "fig07_nstar_by_metric"
             or any(
                 s.problem_set == problem_set and s.kind == "fixed_b_problem"
@@ -30,11 +30,11 @@ def figure_paths(figure):
     ]
 
 
-def sweep_paths():
+def adaptive_paths():
     """Each adapted study's summary and its frontier with the stops marked."""
     return [
         results(f"sweep/{problem_set}/{study}/{name}")
-        for problem_set, study in SWEPT_STUDIES
+        for problem_set, study in ADAPTIVE_STUDIES
         for name in ("summary.json", "frontier_stops.png")
     ]
 
@@ -91,7 +91,7 @@ def recommendation_paths():
 def get_study_outputs():
     """The study's answers: every figure, the recommendations and the table of all evaluations."""
     return [
-        *sweep_paths(),
+        *adaptive_paths(),
         *(path for figure in FIGURES for path in figure_paths(figure)),
         *diagnostics_paths(),
         *data_figure_paths(),
