@@ -1,4 +1,5 @@
-# Config validation, the study's tables (grid, sets, studies, sweep), path helpers and wildcard constraints.
+# Config validation, the study's tables (grid, sets, studies, adaptive sweep), path helpers and wildcard
+# constraints.
 # Each stage's input functions live in its own rules/<stage>.smk; the targets in rules/targets.smk.
 import re
 
@@ -38,29 +39,32 @@ def benchmarks(path):
 inputs.check_inputs(config)
 STUDIES = study_config.studies_of(config, GRID)
 ABLATIONS = {(a.problem_set, a.name): a for a in study_config.ablations_of(config)}
-# The sets the scaling sweep (`grid:`) runs on: those of the per-set figures.
-SWEPT_SETS = sorted(
+# The sets the grid (`grid:`) runs on: those of the per-set figures.
+GRID_SETS = sorted(
     {p.problem_set for p in study_config.expand_blocks(config, config["grid"], "grid")}
 )
 # Every run by problem set and name: rules take one {run} wildcard and look its grid point up here.
 RUNS = {(point.problem_set, point.run): point for point in GRID}
 # The adaptive sweep (None: the full grid), its compute caps, and its studies with their runs (the arms
-# by n): a swept run trains rung by rung (rules/sweep.smk), every other run in one job (rules/train.smk).
-SWEEP = study_config.sweep_settings(config, STUDIES, GRID)
-SWEEP_CAPS = (
+# by n): an adaptive run trains rung by rung (rules/adaptive.smk), every other run in one job
+# (rules/train.smk).
+ADAPTIVE = study_config.sweep_settings(config, STUDIES, GRID)
+ADAPTIVE_CAPS = (
     rungs.rung_caps(
         config["training"]["compute_min"],
         config["training"]["compute_max"],
-        SWEEP.rung_factor,
+        ADAPTIVE.rung_factor,
     )
-    if SWEEP
+    if ADAPTIVE
     else []
 )
-SWEPT_STUDIES = {
-    (s.problem_set, s.name): s for s in STUDIES if SWEEP and s.kind == "fixed_b_problem"
+ADAPTIVE_STUDIES = {
+    (s.problem_set, s.name): s
+    for s in STUDIES
+    if ADAPTIVE and s.kind == "fixed_b_problem"
 }
-SWEPT_RUNS = {p.run for s in SWEPT_STUDIES.values() for p in s.runs(GRID)}
-FULL_RUNS = {p.run for p in GRID} - SWEPT_RUNS
+ADAPTIVE_RUNS = {p.run for s in ADAPTIVE_STUDIES.values() for p in s.runs(GRID)}
+FULL_RUNS = {p.run for p in GRID} - ADAPTIVE_RUNS
 
 # Every figure (`isocompute.figures.registry`): its kind, inputs and caption; the paper's figures drawn per
 # study, set or recipe ablation ({figure}) by kind, and the data ablations' ({data_figure}).

@@ -1,6 +1,6 @@
 # Stage 9: the mechanism made measurable. The paper's diagnostics of every study (the share of training
 # problems with pass@k = 0 and of zero-variance groups over compute, n* by metric), and the interference
-# probe of the base model on problem sets (`snakemake interference_probe`: every swept set together).
+# probe of the base model on problem sets (`snakemake probe_interference_all`: every set of the grid together).
 
 
 include: "inputs/diagnostics.smk"
@@ -111,6 +111,6 @@ rule plot_interference:
         "../workflow/scripts/plot_interference.py"
 
 
-rule interference_probe:
+rule probe_interference_all:
     input:
-        interference_probe_paths(),
+        probe_interference_paths(),

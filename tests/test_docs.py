@@ -129,7 +129,7 @@ def test_docs_pages_sit_in_their_folders_and_are_on_the_readme_map():
 
 def test_slug_follows_github():
     assert slug("The default study") == "the-default-study"
-    assert slug("In the workflow (`rules/sweep.smk`)") == "in-the-workflow-rulessweepsmk"
+    assert slug("In the workflow (`rules/adaptive.smk`)") == "in-the-workflow-rulesadaptivesmk"
     assert slug("12b. After the validation reserve (issue 12: every set's ...)") == (
         "12b-after-the-validation-reserve-issue-12-every-sets-"
     )

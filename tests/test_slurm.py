@@ -153,7 +153,7 @@ def test_every_cluster_job_went_through_sbatch_and_finished(cluster, slurm_study
     } <= set(remote)
     assert {"build_problem_sets", "all"} <= local and not local & set(remote)
     # the adaptive sweep's decision ran on the submit host
-    assert "decide_sweep_round" not in remote and re.search(r"^localcheckpoint decide_sweep_round:$", output, re.M)
+    assert "decide_adaptive_round" not in remote and re.search(r"^localcheckpoint decide_adaptive_round:$", output, re.M)
 
     jobs = {job["id"]: job for job in _queue(cluster, run_id)}
     assert set(jobs) == set(submitted), (jobs, submitted)

@@ -12,7 +12,7 @@ def figure_paths(figure):
     elif kind == "set":
         folders = [
             problem_set
-            for problem_set in SWEPT_SETS
+            for problem_set in GRID_SETS
             # A set figure reading fits draws the set's fixed-B_problem studies: none, no figure.
             if "fits" not in FIGURE_REGISTRY[figure].inputs
             or any(
@@ -31,11 +31,11 @@ def figure_paths(figure):
     ]
 
 
-def sweep_paths():
+def adaptive_paths():
     """Each adapted study's summary and its frontier with the stops marked."""
     return [
         results(f"sweep/{problem_set}/{study}/{name}")
-        for problem_set, study in SWEPT_STUDIES
+        for problem_set, study in ADAPTIVE_STUDIES
         for name in ("summary.json", "frontier_stops.png")
     ]
 
@@ -92,7 +92,7 @@ def recommendation_paths():
 def get_study_outputs():
     """The study's answers: every figure, the recommendations and the table of all evaluations."""
     return [
-        *sweep_paths(),
+        *adaptive_paths(),
         *(path for figure in FIGURES for path in figure_paths(figure)),
         *diagnostics_paths(),
         *data_figure_paths(),

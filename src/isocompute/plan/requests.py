@@ -148,10 +148,10 @@ def _refuse_replay_of_full_grid(replay: str | Path | None) -> None:
 
 
 def _adaptive_runs(workflow_api: Any) -> set[str]:
-    """The runs an adaptive sweep trains rung by rung: the workflow's own `SWEPT_RUNS` (rules/common.smk;
+    """The runs an adaptive sweep trains rung by rung: the workflow's own `ADAPTIVE_RUNS` (rules/common.smk;
     none in a Snakefile without it)."""
     # Reading `_workflow` parses the Snakefile, as in `loaded_config`.
-    return set(workflow_api._workflow.globals.get("SWEPT_RUNS", ()))
+    return set(workflow_api._workflow.globals.get("ADAPTIVE_RUNS", ()))
 
 
 @contextmanager
@@ -228,7 +228,7 @@ def adaptive_plan(
     replay: str | Path | None = None,
 ) -> AdaptivePlan | None:
     """The adaptive sweep's cases (None where the config runs the full grid). The adaptive runs are the
-    workflow's own (`SWEPT_RUNS` of rules/common.smk); the share is `rollouts_spent / rollouts_full_grid`
+    workflow's own (`ADAPTIVE_RUNS` of rules/common.smk); the share is `rollouts_spent / rollouts_full_grid`
     of `replay`, a replay's output or a finished adaptive sweep's summary.json."""
     with loaded_workflow(configfiles, snakefile, directory) as workflow_api:
         adaptive = _adaptive_runs(workflow_api)

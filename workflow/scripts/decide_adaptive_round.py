@@ -1,4 +1,4 @@
-"""One round of an adaptive sweep (checkpoint decide_sweep_round): fit what the study's arms have measured
+"""One round of an adaptive sweep (checkpoint decide_adaptive_round): fit what the study's arms have measured
 so far and decide, arm by arm, which extend to the next rung and which stop, with the numbers behind each."""
 
 import json

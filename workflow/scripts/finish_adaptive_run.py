@@ -1,4 +1,4 @@
-"""An adaptive sweep's run under the run's own names (rule finish_sweep_run): its last rung's training table
+"""An adaptive sweep's run under the run's own names (rule finish_adaptive_run): its last rung's training table
 and checkpoints, and every rung's evaluations together, so fits, figures and diagnostics read it as they
 read a run of the full grid."""
 

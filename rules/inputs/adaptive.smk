@@ -1,4 +1,4 @@
-# The input functions and values of rules/sweep.smk's rules (the Snakemake linter keeps functions out of
+# The input functions and values of rules/adaptive.smk's rules (the Snakemake linter keeps functions out of
 # files with rules).
 import dataclasses
 import json
@@ -6,47 +6,47 @@ from pathlib import Path
 
 
 def rung_steps_of(point):
-    """The step a swept run reaches at each rung, on the full run's checkpoint grid."""
+    """The step an adaptive run reaches at each rung, on the full run's checkpoint grid."""
     training = config["training"]
     return rungs.arm_rung_steps(
         point.batch,
         training["compute_min"],
         training["compute_max"],
         training["checkpoint_points"],
-        SWEEP.rung_factor,
+        ADAPTIVE.rung_factor,
     )
 
 
-def swept_study_of(point):
-    """The adapted fixed-B_problem study a swept run is an arm of."""
-    return SWEPT_STUDIES[
+def adaptive_study_of(point):
+    """The adapted fixed-B_problem study an adaptive run is an arm of."""
+    return ADAPTIVE_STUDIES[
         (point.problem_set, studies.study_name("fixed_b_problem", point.b_problem))
     ]
 
 
-def sweep_round(problem_set, study, round):
+def adaptive_round(problem_set, study, round):
     """A round's record; reading it waits for that round's decision (a checkpoint)."""
-    done = checkpoints.decide_sweep_round.get(
+    done = checkpoints.decide_adaptive_round.get(
         problem_set=problem_set, study=study, round=round
     )
     return json.loads(Path(done.output.round).read_text())
 
 
 def rung_files(point, reached, name, stage="evaluation"):
-    """One file of each rung at which a swept run trained something new, up to rung `reached`."""
+    """One file of each rung at which an adaptive run trained something new, up to rung `reached`."""
     return [
         results(f"{stage}/{point.problem_set}/{point.run}/rung{rung}/{name}")
         for rung in rungs.trained_rungs(rung_steps_of(point), reached)
     ]
 
 
-def get_sweep_round_inputs(wildcards):
+def get_adaptive_round_inputs(wildcards):
     """Round r reads every arm's evaluations up to the rung it reached (the previous round says which arms
     trained rung r) and the base model's."""
-    study = SWEPT_STUDIES[(wildcards.problem_set, wildcards.study)]
+    study = ADAPTIVE_STUDIES[(wildcards.problem_set, wildcards.study)]
     index = int(wildcards.round)
     previous = (
-        sweep_round(wildcards.problem_set, wildcards.study, index - 1)
+        adaptive_round(wildcards.problem_set, wildcards.study, index - 1)
         if index
         else None
     )
@@ -75,9 +75,9 @@ def get_sweep_round_inputs(wildcards):
     }
 
 
-def sweep_round_arms(wildcards):
+def adaptive_round_arms(wildcards):
     """Each arm's step at every rung, for the round's decision."""
-    study = SWEPT_STUDIES[(wildcards.problem_set, wildcards.study)]
+    study = ADAPTIVE_STUDIES[(wildcards.problem_set, wildcards.study)]
     return {p.n: rung_steps_of(p) for p in study.runs(GRID)}
 
 
@@ -86,7 +86,7 @@ def get_rung_training_inputs(wildcards):
     point = point_of(wildcards)
     rung = int(wildcards.rung)
     earlier = rungs.trained_rungs(rung_steps_of(point), rung)[:-1]
-    study = swept_study_of(point)
+    study = adaptive_study_of(point)
     return {
         "train": results(f"problem_sets/{point.problem_set}/train.parquet"),
         "model": get_base_model_input(),
@@ -115,11 +115,11 @@ def rung_after_step(wildcards):
 
 
 def finished_rungs(wildcards):
-    """The rungs a swept run trained, once the last round has decided."""
+    """The rungs an adaptive run trained, once the last round has decided."""
     point = point_of(wildcards)
-    study = swept_study_of(point)
-    last = sweep_round(point.problem_set, study.name, len(SWEEP_CAPS) - 2)
-    reached = rungs.reached_rungs([point.n], last, len(SWEEP_CAPS) - 1)[point.n]
+    study = adaptive_study_of(point)
+    last = adaptive_round(point.problem_set, study.name, len(ADAPTIVE_CAPS) - 2)
+    reached = rungs.reached_rungs([point.n], last, len(ADAPTIVE_CAPS) - 1)[point.n]
     return rungs.trained_rungs(rung_steps_of(point), reached)
 
 
@@ -139,19 +139,19 @@ def get_finished_run_inputs(wildcards):
     }
 
 
-def get_sweep_summary_inputs(wildcards):
+def get_adaptive_summary_inputs(wildcards):
     return {
         "rounds": [
             results(f"sweep/{wildcards.problem_set}/{wildcards.study}/round{r}.json")
-            for r in range(len(SWEEP_CAPS) - 1)
+            for r in range(len(ADAPTIVE_CAPS) - 1)
         ],
         "fits": results(f"fits/{wildcards.problem_set}/{wildcards.study}/fits.json"),
     }
 
 
-def sweep_summary_arms(wildcards):
+def adaptive_summary_arms(wildcards):
     """Per arm (n): its runs (seeds), batch and step at every rung, for what the sweep spent."""
-    runs = SWEPT_STUDIES[(wildcards.problem_set, wildcards.study)].runs(GRID)
+    runs = ADAPTIVE_STUDIES[(wildcards.problem_set, wildcards.study)].runs(GRID)
     return {
         n: {
             "runs": len(arm),

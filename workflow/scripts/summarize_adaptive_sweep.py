@@ -1,4 +1,4 @@
-"""What an adaptive sweep spent, arm by arm, and its frontier with each arm's stop marked (rule summarize_sweep)."""
+"""What an adaptive sweep spent, arm by arm, and its frontier with each arm's stop marked (rule summarize_adaptive_sweep)."""
 
 import json
 from pathlib import Path

@@ -1,15 +1,15 @@
 # Stage 5-6 of an adaptive sweep (sweep.mode: adaptive): the fixed-B_problem studies' arms trained and
-# evaluated rung by rung, one decision per round (docs/reference/adaptive-sweep.md). A swept run ends under its own
-# names (finish_sweep_run), so fits, figures and diagnostics read it as a run of the full grid.
+# evaluated rung by rung, one decision per round (docs/reference/adaptive-sweep.md). An adaptive run ends
+# under its own names (finish_adaptive_run), so fits, figures and diagnostics read it as a run of the full grid.
 
 
-include: "inputs/sweep.smk"
+include: "inputs/adaptive.smk"
 
 
 localrules:
-    decide_sweep_round,
-    finish_sweep_run,
-    summarize_sweep,
+    decide_adaptive_round,
+    finish_adaptive_run,
+    summarize_adaptive_sweep,
 
 
 use rule train_grpo as train_grpo_rung with:
@@ -23,7 +23,7 @@ use rule train_grpo as train_grpo_rung with:
     benchmark:
         benchmarks("train_grpo_rung/{problem_set}/{run}/rung{rung}.tsv")
     wildcard_constraints:
-        run=one_of(SWEPT_RUNS),
+        run=one_of(ADAPTIVE_RUNS),
     conda:
         study_config.conda_env(config, "train_grpo_rung")
     resources:
@@ -57,7 +57,7 @@ use rule evaluate_run as evaluate_run_rung with:
     benchmark:
         benchmarks("evaluate_run_rung/{problem_set}/{run}/rung{rung}.tsv")
     wildcard_constraints:
-        run=one_of(SWEPT_RUNS),
+        run=one_of(ADAPTIVE_RUNS),
     conda:
         study_config.conda_env(config, "evaluate_run_rung")
     resources:
@@ -74,27 +74,27 @@ use rule evaluate_run as evaluate_run_rung with:
 
 
 # One decision per round: cheap and idempotent, on the submit host, in no group.
-checkpoint decide_sweep_round:
+checkpoint decide_adaptive_round:
     input:
-        unpack(get_sweep_round_inputs),
+        unpack(get_adaptive_round_inputs),
     output:
         round=results("sweep/{problem_set}/{study}/round{round}.json"),
     log:
-        logs("decide_sweep_round/{problem_set}/{study}/round{round}.log"),
+        logs("decide_adaptive_round/{problem_set}/{study}/round{round}.log"),
     conda:
         "../envs/isocompute.yaml"
     params:
         fits=config["fits"],
         k=config["evaluation"]["k"],
         seed=config["seed"],
-        settings=lambda wildcards: dataclasses.asdict(SWEEP),
-        caps=SWEEP_CAPS,
-        rung_steps=sweep_round_arms,
+        settings=lambda wildcards: dataclasses.asdict(ADAPTIVE),
+        caps=ADAPTIVE_CAPS,
+        rung_steps=adaptive_round_arms,
     script:
-        "../workflow/scripts/decide_sweep_round.py"
+        "../workflow/scripts/decide_adaptive_round.py"
 
 
-rule finish_sweep_run:
+rule finish_adaptive_run:
     input:
         unpack(get_finished_run_inputs),
     output:
@@ -106,37 +106,37 @@ rule finish_sweep_run:
             "evaluation/{problem_set}/{run}/train_pass_rates.parquet"
         ),
     log:
-        logs("finish_sweep_run/{problem_set}/{run}.log"),
+        logs("finish_adaptive_run/{problem_set}/{run}.log"),
     wildcard_constraints:
-        run=one_of(SWEPT_RUNS),
+        run=one_of(ADAPTIVE_RUNS),
     conda:
         "../envs/isocompute.yaml"
     params:
         rungs=finished_rungs,
     script:
-        "../workflow/scripts/finish_sweep_run.py"
+        "../workflow/scripts/finish_adaptive_run.py"
 
 
-rule summarize_sweep:
+rule summarize_adaptive_sweep:
     input:
-        unpack(get_sweep_summary_inputs),
+        unpack(get_adaptive_summary_inputs),
     output:
         summary=results("sweep/{problem_set}/{study}/summary.json"),
         figure=report(
             results("sweep/{problem_set}/{study}/frontier_stops.png"),
-            caption="../workflow/report/sweep.rst",
+            caption="../workflow/report/adaptive.rst",
             category="adaptive sweep",
             subcategory="{problem_set} {study}",
         ),
     log:
-        logs("summarize_sweep/{problem_set}/{study}.log"),
+        logs("summarize_adaptive_sweep/{problem_set}/{study}.log"),
     conda:
         "../envs/isocompute.yaml"
     params:
-        settings=lambda wildcards: dataclasses.asdict(SWEEP),
-        caps=SWEEP_CAPS,
-        arms=sweep_summary_arms,
+        settings=lambda wildcards: dataclasses.asdict(ADAPTIVE),
+        caps=ADAPTIVE_CAPS,
+        arms=adaptive_summary_arms,
         metric=config["fits"]["metric"],
         figures=config["figures"],
     script:
-        "../workflow/scripts/summarize_sweep.py"
+        "../workflow/scripts/summarize_adaptive_sweep.py"
