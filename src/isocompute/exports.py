@@ -1,6 +1,8 @@
 """Lazy re-exports for the subpackages: `isocompute.fits.fit_law` without importing every module of `fits`.
 
-Each subpackage's `__init__` names its public API (name -> defining module). Loading them eagerly would
+Each subpackage's `__init__` names its public API (`EXPORTS`: name -> defining module), each name being one
+that another module imports from it; a name that is also a module's name (`fits.frontier.frontier`) is
+left to its module, whose own attribute would shadow it once imported. Loading them eagerly would
 make `import isocompute.study.grid` import torch, TRL and Snakemake through its siblings, and would tie the
 subpackages' import order into circles; PEP 562's module `__getattr__` loads a module on first use instead.
 """

@@ -1,13 +1,10 @@
 """The adaptive sweep: its rungs and the decision after each rung of which arms extend.
 
-Its public names are re-exported here (`isocompute.adaptive.NAME`), each loaded from its module on first
-use; a name that is also a module's name (`frontier.frontier`) is reached through its module.
+Public names load from their modules on first use (`isocompute.exports`).
 """
 
 from isocompute.exports import lazy_exports
 
-# Each public name and the module that defines it, loaded on first use: importing one module of
-# the subpackage never imports the others (torch, TRL or Snakemake among them).
 EXPORTS = {
     "REWARD_MAX": "decisions",
     "adaptive_summary": "decisions",

@@ -7,6 +7,7 @@ import argparse
 import math
 from pathlib import Path
 
+from isocompute.cli.arguments import add_sampling_arguments, sampling_of
 from isocompute.files import write_json
 from isocompute.fits.table_fit import InputError
 
@@ -20,13 +21,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     noise.add_argument("--replicas", type=int, default=1000, help="bootstrap resamples of the groups")
     noise.add_argument("--level", type=float, default=0.9, help="the interval's coverage")
     noise.add_argument("--out", required=True, help="NOISE.json to write")
-    noise.add_argument("--loss-type", default="grpo", help="TRL's loss_type of the GRPO gradient")
-    noise.add_argument("--temperature", type=float, default=1.0)
-    noise.add_argument("--top-p", type=float, default=1.0)
-    noise.add_argument("--max-new-tokens", type=int, default=8)
-    noise.add_argument("--chat-template", action="store_true", help="prompts as one user turn of the chat template")
-    noise.add_argument("--checker", default="exact", help="answer checking: exact or math_verify")
-    noise.add_argument("--seed", type=int, default=0)
+    add_sampling_arguments(noise)
     noise.set_defaults(run=run)
 
 
@@ -34,14 +29,13 @@ def measured(args: argparse.Namespace) -> dict:
     """The measurement of `args` (imported here: it loads torch and the model)."""
     from isocompute.mechanism.noise_scale import NoiseSettings, measure_checkpoint
     from isocompute.mechanism.probe import Policy, checkpoint_second_moment, preconditioner, read_problems
-    from isocompute.study.specs import SamplingSpec
-
+    
     try:
         n_values = tuple(int(value) for value in args.n.split(","))
     except ValueError:
         raise InputError(f"--n {args.n!r}: group sizes must be integers separated by commas") from None
     problems = read_problems(args.problems)
-    sampling = SamplingSpec(args.temperature, args.top_p, args.max_new_tokens, args.chat_template)
+    sampling = sampling_of(args)
     policy = Policy(args.checkpoint, sampling, args.checker)
     adam = None
     if (Path(args.checkpoint) / "optimizer.pt").exists():

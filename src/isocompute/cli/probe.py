@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from isocompute.cli.arguments import add_sampling_arguments, sampling_of
 from isocompute.fits.table_fit import InputError
 
 
@@ -19,13 +20,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     probing.add_argument("--b-problem", type=int, default=16, help="problems per preconditioner minibatch")
     probing.add_argument("--minibatches", type=int, default=20, help="GRPO minibatches whose squared gradients make v")
     probing.add_argument("--optimizer-checkpoint", help="a Trainer checkpoint whose optimizer state gives v instead")
-    probing.add_argument("--loss-type", default="grpo", help="TRL's loss_type of the GRPO gradient")
-    probing.add_argument("--temperature", type=float, default=1.0)
-    probing.add_argument("--top-p", type=float, default=1.0)
-    probing.add_argument("--max-new-tokens", type=int, default=8)
-    probing.add_argument("--chat-template", action="store_true", help="prompts as one user turn of the chat template")
-    probing.add_argument("--checker", default="exact", help="answer checking: exact or math_verify")
-    probing.add_argument("--seed", type=int, default=0)
+    add_sampling_arguments(probing)
     probing.set_defaults(run=run)
 
 
@@ -34,8 +29,7 @@ def probed(args: argparse.Namespace) -> str:
     from isocompute.figures.compare import DEFAULT_STYLE
     from isocompute.figures.mechanism import plot_probe
     from isocompute.mechanism.probe import ProbeSettings, probe, read_problems, write_probe
-    from isocompute.study.specs import SamplingSpec
-
+    
     named = [item.partition("=") for item in args.sets]
     bad = [item for item, (name, sep, path) in zip(args.sets, named) if not (name and sep and path)]
     if bad:
@@ -43,7 +37,7 @@ def probed(args: argparse.Namespace) -> str:
     sets = {name: read_problems(path) for name, _, path in named}
     settings = ProbeSettings(lr=args.lr, problems=args.problems, n=args.n, b_problem=args.b_problem,
                              minibatches=args.minibatches, loss_type=args.loss_type, seed=args.seed)  # fmt: skip
-    sampling = SamplingSpec(args.temperature, args.top_p, args.max_new_tokens, args.chat_template)
+    sampling = sampling_of(args)
     result, pairs = probe(args.model, sets, settings, sampling, args.checker, args.optimizer_checkpoint)
     out = Path(args.out)
     write_probe(result, pairs, out / "probe.json", out / "pairs.parquet")

@@ -1,14 +1,11 @@
 """The problems and the base model a study starts from: the built-in tasks, the problem table, difficulty
 scoring and the Easy/Hard problem sets, the tokenizer and the tiny base model.
 
-Its public names are re-exported here (`isocompute.data.NAME`), each loaded from its module on first
-use; a name that is also a module's name (`frontier.frontier`) is reached through its module.
+Public names load from their modules on first use (`isocompute.exports`).
 """
 
 from isocompute.exports import lazy_exports
 
-# Each public name and the module that defines it, loaded on first use: importing one module of
-# the subpackage never imports the others (torch, TRL or Snakemake among them).
 EXPORTS = {
     "pretrain_base_model": "base_model",
     "BucketTooSmallError": "difficulty",

@@ -1,14 +1,11 @@
 """The fits: per-curve sigmoids, the frontier, the law of n*(C) from the whole estimator, the bootstrap, the
 held-out check, the fits JSON and the recommendation.
 
-Its public names are re-exported here (`isocompute.fits.NAME`), each loaded from its module on first
-use; a name that is also a module's name (`frontier.frontier`) is reached through its module.
+Public names load from their modules on first use (`isocompute.exports`).
 """
 
 from isocompute.exports import lazy_exports
 
-# Each public name and the module that defines it, loaded on first use: importing one module of
-# the subpackage never imports the others (torch, TRL or Snakemake among them).
 EXPORTS = {
     "Replica": "bootstrap",
     "resample_evals": "bootstrap",

@@ -1,14 +1,11 @@
 """Why n* moves: the interference probe, the training diagnostics, the simulated policy and its study, and
 GRPO's gradient noise scale.
 
-Its public names are re-exported here (`isocompute.mechanism.NAME`), each loaded from its module on first
-use; a name that is also a module's name (`frontier.frontier`) is reached through its module.
+Public names load from their modules on first use (`isocompute.exports`).
 """
 
 from isocompute.exports import lazy_exports
 
-# Each public name and the module that defines it, loaded on first use: importing one module of
-# the subpackage never imports the others (torch, TRL or Snakemake among them).
 EXPORTS = {
     "BASE_RUN": "diagnostics",
     "base_rows": "diagnostics",

@@ -2,14 +2,11 @@
 converted to the typed settings every stage takes, the input files checked before any job, and the
 catalogue of results/ that the results index is written from.
 
-Its public names are re-exported here (`isocompute.pipeline.NAME`), each loaded from its module on first
-use; a name that is also a module's name (`frontier.frontier`) is reached through its module.
+Public names load from their modules on first use (`isocompute.exports`).
 """
 
 from isocompute.exports import lazy_exports
 
-# Each public name and the module that defines it, loaded on first use: importing one module of
-# the subpackage never imports the others (torch, TRL or Snakemake among them).
 EXPORTS = {
     "describe_artifact": "artifacts",
     "write_index": "artifacts",

@@ -1,14 +1,11 @@
 """Sampling completions and scoring them: the vLLM and transformers samplers, prompts, answer checking,
 avg@k/best@k/worst@k and a run's evaluation.
 
-Its public names are re-exported here (`isocompute.sampling.NAME`), each loaded from its module on first
-use; a name that is also a module's name (`frontier.frontier`) is reached through its module.
+Public names load from their modules on first use (`isocompute.exports`).
 """
 
 from isocompute.exports import lazy_exports
 
-# Each public name and the module that defines it, loaded on first use: importing one module of
-# the subpackage never imports the others (torch, TRL or Snakemake among them).
 EXPORTS = {
     "answer_parses": "answers",
     "final_answer": "answers",

@@ -2,14 +2,11 @@
 checkpoints, progress, the run lock, the time limit, tracking, selective GRPO and length-grouped micro-
 batches.
 
-Its public names are re-exported here (`isocompute.training.NAME`), each loaded from its module on first
-use; a name that is also a module's name (`frontier.frontier`) is reached through its module.
+Public names load from their modules on first use (`isocompute.exports`).
 """
 
 from isocompute.exports import lazy_exports
 
-# Each public name and the module that defines it, loaded on first use: importing one module of
-# the subpackage never imports the others (torch, TRL or Snakemake among them).
 EXPORTS = {
     "checkpoint_problem": "checkpoints",
     "checkpoints_of": "checkpoints",
