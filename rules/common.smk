@@ -48,7 +48,7 @@ RUNS = {(point.problem_set, point.run): point for point in GRID}
 # The adaptive sweep (None: the full grid), its compute caps, and its studies with their runs (the arms
 # by n): an adaptive run trains rung by rung (rules/adaptive.smk), every other run in one job
 # (rules/train.smk).
-ADAPTIVE = study_config.sweep_settings(config, STUDIES, GRID)
+ADAPTIVE = study_config.adaptive_settings(config, STUDIES, GRID)
 ADAPTIVE_CAPS = (
     rungs.rung_caps(
         config["training"]["compute_min"],

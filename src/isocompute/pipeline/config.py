@@ -602,7 +602,7 @@ def check_config(config: Config) -> list[GridPoint]:
         other = names.setdefault((point.problem_set, point.run), point)
         if other != point:
             raise ConfigError(f"runs {other} and {point} of {point.problem_set} share the name {point.run}")
-    sweep_settings(config, studies_of(config, points), points)
+    adaptive_settings(config, studies_of(config, points), points)
     ablations_of(config)
     return points
 
@@ -666,7 +666,7 @@ def studies_of(config: Config, points: list[GridPoint]) -> list[Study]:
         raise ConfigError(str(error)) from None
 
 
-def sweep_settings(config: Config, studies: list[Study], points: list[GridPoint]) -> AdaptiveSettings | None:
+def adaptive_settings(config: Config, studies: list[Study], points: list[GridPoint]) -> AdaptiveSettings | None:
     """The adaptive sweep's settings (None for the full grid), refused where the sweep could not decide.
 
     An arm stops only on bootstrap bands (per-problem counts, `fits.bootstrap` > 0); the frontier's arm and
