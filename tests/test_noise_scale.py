@@ -36,6 +36,7 @@ from isocompute.mechanism.simulated_policy import (
     softmax,
     unit_features,
 )
+from isocompute.pipeline.artifacts import describe_artifact
 from isocompute.study.grid import GridPoint
 from isocompute.study.specs import SamplingSpec
 
@@ -297,3 +298,5 @@ def test_the_rule_measures_one_run_of_each_study_beside_its_frontier(finished_mi
     assert sorted(scales["compute"].unique()) == [0.0] + sorted(float(c["compute_rollouts"]) for c in manifest)
     assert set(scales.loc[scales["compute"] == 0, "view"]) == {"raw"}  # the base model has no optimizer
     assert "raw" in agreement["views"] and all(0 <= s <= 1 for s in agreement["views"]["raw"]["shares"].values())
+    results = workdir / "results"
+    assert all(describe_artifact(str(path.relative_to(results))) for path in folder.iterdir())

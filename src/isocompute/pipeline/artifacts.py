@@ -54,6 +54,14 @@ CATALOGUE: list[tuple[str, str]] = [
     ("diagnostics/*/*/nstar_by_metric.parquet", "a study's n* along the frontier for avg@4, best@4 and worst@4"),
     ("interference/*/probe.json", "the interference probe of the base model: gradient cosines and one-step changes per set"),
     ("interference/*/pairs.parquet", "the interference probe: every pair of probed problems with its gradient cosines"),
+    (
+        "noise_scale/*/*/noise_scale.parquet",
+        "B(n) per checkpoint of one run of a study, raw and under Adam, with intervals (a prediction)",
+    ),
+    (
+        "noise_scale/*/*/agreement.json",
+        "the n that B(n) predicts at each frontier point, its agreement and every constant n's (not a fit)",
+    ),
     ("figures/interference/*", "the interference probe: cosine distribution and one-step changes between sets"),
     ("figures/*/*/diagnostics.*", "a study's training diagnostics: pass@train_k = 0 share, zero-variance share, n* by metric"),
     ("recommendations/*.md", "the prescribed n, B_problem, M and lr for the configured budgets"),
