@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import math
-from pathlib import Path
 
 from isocompute.cli.arguments import add_sampling_arguments, sampling_of
 from isocompute.files import write_json
@@ -27,8 +26,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def measured(args: argparse.Namespace) -> dict:
     """The measurement of `args` (imported here: it loads torch and the model)."""
-    from isocompute.mechanism.noise_scale import NoiseSettings, measure_checkpoint
-    from isocompute.mechanism.probe import Policy, checkpoint_second_moment, preconditioner, read_problems
+    from isocompute.mechanism.noise_scale import NoiseSettings, adam_preconditioner, measure_checkpoint
+    from isocompute.mechanism.probe import Policy, read_problems
     
     try:
         n_values = tuple(int(value) for value in args.n.split(","))
@@ -37,12 +36,8 @@ def measured(args: argparse.Namespace) -> dict:
     problems = read_problems(args.problems)
     sampling = sampling_of(args)
     policy = Policy(args.checkpoint, sampling, args.checker)
-    adam = None
-    if (Path(args.checkpoint) / "optimizer.pt").exists():
-        second_moment, eps, _ = checkpoint_second_moment(policy, args.checkpoint)
-        adam = preconditioner(second_moment, eps).double().numpy()
     settings = NoiseSettings(n_values, args.groups, args.replicas, args.level, args.loss_type, args.seed)
-    result = measure_checkpoint(policy, problems, settings, adam)
+    result = measure_checkpoint(policy, problems, settings, adam_preconditioner(policy, args.checkpoint))
     return {"checkpoint": str(args.checkpoint), "problems": str(args.problems), **result}
 
 

@@ -17,6 +17,7 @@ EXPORTS = {
     "NoiseScaleError": "noise_scale",
     "NoiseSettings": "noise_scale",
     "Prediction": "noise_scale",
+    "adam_preconditioner": "noise_scale",
     "agreement_table": "noise_scale",
     "agrees": "noise_scale",
     "checkpoint_group_gradients": "noise_scale",

@@ -285,18 +285,24 @@ def _prediction_json(scales: Sequence[NoiseScale]) -> dict[str, Any] | None:
     return None if prediction is None else {"n": prediction.n, "leaders": list(prediction.leaders)}
 
 
-def measure_checkpoint(
+def adam_preconditioner(policy: Policy, checkpoint: str | Path) -> np.ndarray | None:
+    """Adam's diagonal 1 / (sqrt(v) + eps) from the checkpoint's own `exp_avg_sq`, or None where the folder
+    holds no `optimizer.pt` (a base model, a checkpoint thinned to its weights)."""
+    if not (Path(checkpoint) / "optimizer.pt").exists():
+        return None
+    second_moment, eps, _ = checkpoint_second_moment(policy, checkpoint)
+    return preconditioner(second_moment, eps).double().numpy()
+
+
+def measure_views(
     policy: Policy,
     problems: pd.DataFrame,
     settings: NoiseSettings,
     preconditioner: np.ndarray | None = None,
-) -> dict[str, Any]:
-    """B(n) at every n of `settings` on one checkpoint, raw and (given Adam's diagonal `preconditioner`,
-    `probe.preconditioner` of the checkpoint's `exp_avg_sq`) as Adam sees it, with the predicted n*.
-
-    The same groups serve both views, so they differ only by the preconditioner. The result is a
-    prediction from one run's checkpoint, not a fit: it says which checkpoint and problems it used.
-    """
+) -> tuple[dict[str, list[NoiseScale]], dict[int, float]]:
+    """B(n) at every n of `settings` on one checkpoint, raw and (given Adam's diagonal `preconditioner`) as
+    Adam sees it, and each n's share of silent groups (all rewards equal). The same groups serve both
+    views, so they differ only by the preconditioner."""
     if not settings.n_values or min(settings.n_values) < 2:
         raise NoiseScaleError(f"n: need group sizes of at least 2, got {list(settings.n_values)}")
     needed = settings.groups * policy.size * 8
@@ -306,17 +312,27 @@ def measure_checkpoint(
             f"above {settings.max_gradient_bytes / 2**30:.1f} GiB: measure fewer groups"
         )
     rng = np.random.default_rng(settings.seed)
-    raw: list[NoiseScale] = []
-    adam: list[NoiseScale] = []
+    views: dict[str, list[NoiseScale]] = {"raw": [], **({"adam": []} if preconditioner is not None else {})}
     silent = {}
     for n in settings.n_values:
         chosen = problems.iloc[rng.integers(0, len(problems), settings.groups)].reset_index(drop=True)
         rows = checkpoint_group_gradients(policy, chosen, n, settings.seed + n, settings.loss_type)
         silent[n] = float((np.abs(rows).sum(axis=1) == 0).mean())
-        raw.append(noise_scale(rows, n, None, settings.replicas, settings.level, settings.seed + n))
-        if preconditioner is not None:
-            adam.append(noise_scale(rows, n, preconditioner, settings.replicas, settings.level, settings.seed + n))
-    views = {"raw": raw, **({"adam": adam} if preconditioner is not None else {})}
+        for view, scales in views.items():
+            scale = preconditioner if view == "adam" else None
+            scales.append(noise_scale(rows, n, scale, settings.replicas, settings.level, settings.seed + n))
+    return views, silent
+
+
+def measure_checkpoint(
+    policy: Policy,
+    problems: pd.DataFrame,
+    settings: NoiseSettings,
+    preconditioner: np.ndarray | None = None,
+) -> dict[str, Any]:
+    """`measure_views` with the predicted n* of each view, as the JSON `isocompute noise` writes: a
+    prediction from one run's checkpoint, not a fit."""
+    views, silent = measure_views(policy, problems, settings, preconditioner)
     return {
         "kind": "prediction",
         "groups": settings.groups,
@@ -423,16 +439,11 @@ def measure_run(
     predictions: dict[str, dict[float, Prediction | None]] = {}
     for compute, folder in sorted(checkpoints.items()):
         policy = Policy(str(folder), sampling, checker)
-        adam = None
-        if (Path(folder) / "optimizer.pt").exists():
-            second_moment, eps, _ = checkpoint_second_moment(policy, folder)
-            adam = preconditioner(second_moment, eps).double().numpy()
-        measured = measure_checkpoint(policy, problems, settings, adam)
-        for view, scales in measured["noise_scale"].items():
-            rows += [{"compute": compute, "checkpoint": str(folder), "view": view, **scale} for scale in scales]
-        for view, chosen in measured["predicted_n"].items():
-            predicted = None if chosen is None else Prediction(chosen["n"], tuple(chosen["leaders"]))
-            predictions.setdefault(view, {})[compute] = predicted
+        views, _ = measure_views(policy, problems, settings, adam_preconditioner(policy, folder))
+        for view, scales in views.items():
+            where = {"compute": compute, "checkpoint": str(folder), "view": view}
+            rows += [{**where, **_scale_json(scale)} for scale in scales]
+            predictions.setdefault(view, {})[compute] = predict_n(scales)
     return pd.DataFrame(rows), predictions
 
 
