@@ -59,6 +59,23 @@ def pool() -> pd.DataFrame:
 
 
 @pytest.fixture(scope="session")
+def reachable(tiny_model: str, pool: pd.DataFrame) -> pd.DataFrame:
+    """Problems the tiny model solves now and then: each prompt's answer is the model's own greedy
+    completion (its true sums are out of reach after 60 steps of pre-training, so no group would vary)."""
+    from isocompute.sampling.generation import load_for_sampling
+    from isocompute.study.specs import SamplingSpec
+
+    model, tokenizer = load_for_sampling(tiny_model, SamplingSpec(temperature=1.0, top_p=1.0, max_new_tokens=4))
+    problems = pool.head(40).reset_index(drop=True)
+    encoded = tokenizer(problems["prompt"].tolist(), return_tensors="pt", padding=True, add_special_tokens=False)
+    with torch.no_grad():
+        output = model.generate(**encoded, do_sample=False, max_new_tokens=4, pad_token_id=tokenizer.pad_token_id)
+    texts = tokenizer.batch_decode(output[:, encoded["input_ids"].shape[1] :], skip_special_tokens=True)
+    problems["answer"] = [t.strip().splitlines()[0] if t.strip() else "0" for t in texts]
+    return problems
+
+
+@pytest.fixture(scope="session")
 def finished_micro_study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The micro study run to the end in a scratch copy of the workflow, once per session. Tests never
     write in it: they work in `copy_of_study`'s copies."""

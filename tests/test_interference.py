@@ -35,24 +35,6 @@ def policy(tiny_model: str) -> Policy:
     return Policy(tiny_model, SAMPLING, "exact")
 
 
-@pytest.fixture(scope="module")
-def reachable(policy: Policy, pool: pd.DataFrame) -> pd.DataFrame:
-    """Problems the tiny model solves now and then: each prompt's answer is the model's own greedy
-    completion (its true sums are out of reach after 60 steps of pre-training, so no group would vary)."""
-    problems = pool.head(40).reset_index(drop=True)
-    encoded = policy.tokenizer(
-        problems["prompt"].tolist(), return_tensors="pt", padding=True, add_special_tokens=False
-    )
-    with torch.no_grad():
-        output = policy.model.generate(**encoded, do_sample=False, max_new_tokens=4,
-                                       pad_token_id=policy.tokenizer.pad_token_id)  # fmt: skip
-    texts = policy.tokenizer.batch_decode(
-        output[:, encoded["input_ids"].shape[1] :], skip_special_tokens=True
-    )
-    problems["answer"] = [t.strip().splitlines()[0] if t.strip() else "0" for t in texts]
-    return problems
-
-
 def test_grpo_advantages_follow_trl_formula() -> None:
     """(r - group mean) / (unbiased group std + 1e-4); a group of equal rewards carries no advantage."""
     rng = np.random.default_rng(0)

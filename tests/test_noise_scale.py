@@ -7,7 +7,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from isocompute.cli import main
 from isocompute.mechanism.noise_scale import (
@@ -184,29 +183,14 @@ def test_estimator_on_simulated_groups_covers_the_exact_noise_scale() -> None:
     assert np.isfinite(exact[2]) and np.isfinite(exact[16]) and exact[2] != pytest.approx(exact[16], rel=0.1)
 
 
-@pytest.fixture(scope="module")
-def varied_problems(tiny_model: str, pool: pd.DataFrame) -> pd.DataFrame:
-    """Problems whose answer is the tiny model's own greedy completion, so that sampled groups vary (its
-    true sums are out of reach after its short pre-training)."""
-    policy = Policy(tiny_model, SAMPLING, "exact")
-    problems = pool.head(24).reset_index(drop=True)
-    encoded = policy.tokenizer(problems["prompt"].tolist(), return_tensors="pt", padding=True, add_special_tokens=False)
-    with torch.no_grad():
-        output = policy.model.generate(**encoded, do_sample=False, max_new_tokens=4,
-                                       pad_token_id=policy.tokenizer.pad_token_id)  # fmt: skip
-    texts = policy.tokenizer.batch_decode(output[:, encoded["input_ids"].shape[1] :], skip_special_tokens=True)
-    problems["answer"] = [t.strip().splitlines()[0] if t.strip() else "0" for t in texts]
-    return problems
-
-
 def test_a_checkpoint_is_measured_raw_and_under_adam_on_the_same_groups(
-    tiny_model: str, varied_problems: pd.DataFrame
+    tiny_model: str, reachable: pd.DataFrame
 ) -> None:
     """A uniform preconditioner scales signal and noise alike, so Adam's B(n) equals the raw one only if
     both views use the same groups; a non-uniform one changes it."""
     policy = Policy(tiny_model, SAMPLING, "exact")
     settings = NoiseSettings(n_values=(2, 4), groups=10, replicas=50)
-    uniform = measure_checkpoint(policy, varied_problems, settings, np.full(policy.size, 3.0))
+    uniform = measure_checkpoint(policy, reachable, settings, np.full(policy.size, 3.0))
     assert uniform["kind"] == "prediction" and set(uniform["noise_scale"]) == {"raw", "adam"}
     for raw, adam in zip(uniform["noise_scale"]["raw"], uniform["noise_scale"]["adam"]):
         assert raw["n"] == adam["n"] and raw["groups"] == 10
@@ -216,20 +200,20 @@ def test_a_checkpoint_is_measured_raw_and_under_adam_on_the_same_groups(
     assert all(0.0 <= share <= 1.0 for share in uniform["silent_share"].values())
     assert any(s["trace"] > 0 for s in uniform["noise_scale"]["raw"]), "no group varied: the test has no signal"
     skewed = np.linspace(0.1, 10.0, policy.size)
-    other = measure_checkpoint(policy, varied_problems, settings, skewed)
+    other = measure_checkpoint(policy, reachable, settings, skewed)
     assert other["noise_scale"]["raw"] == uniform["noise_scale"]["raw"]  # the same seed draws the same groups
     assert [s["trace"] for s in other["noise_scale"]["adam"]] != [s["trace"] for s in uniform["noise_scale"]["adam"]]
     with pytest.raises(NoiseScaleError, match="at least 2"):
-        measure_checkpoint(policy, varied_problems, NoiseSettings(n_values=(1, 4)))
+        measure_checkpoint(policy, reachable, NoiseSettings(n_values=(1, 4)))
     with pytest.raises(NoiseScaleError, match="measure fewer groups"):
-        measure_checkpoint(policy, varied_problems, NoiseSettings(n_values=(2,), max_gradient_bytes=1024))
+        measure_checkpoint(policy, reachable, NoiseSettings(n_values=(2,), max_gradient_bytes=1024))
 
 
 def test_noise_command_writes_the_measurement_and_refuses_bad_group_sizes(
-    tiny_model: str, varied_problems: pd.DataFrame, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tiny_model: str, reachable: pd.DataFrame, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     table = tmp_path / "problems.parquet"
-    varied_problems.to_parquet(table)
+    reachable.to_parquet(table)
     out = tmp_path / "noise.json"
     common = [tiny_model, "--problems", str(table), "--max-new-tokens", "4", "--replicas", "20"]
     assert main(["noise", *common, "--n", "2,4", "--groups", "6", "--out", str(out)]) == 0
