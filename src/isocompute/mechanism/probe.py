@@ -38,7 +38,7 @@ from transformers import Trainer
 from trl.trainer.utils import nanstd
 
 from isocompute.errors import IsoComputeError
-from isocompute.files import write_json, write_table
+from isocompute.files import read_table, write_json, write_table
 from isocompute.sampling.answers import is_correct
 from isocompute.sampling.generation import generate_token_ids, load_for_sampling
 from isocompute.sampling.prompts import prompt_token_ids
@@ -342,10 +342,10 @@ def block_summaries(pairs: pd.DataFrame, column: str) -> dict[str, dict[str, Any
 
 def read_problems(path: str | Path) -> pd.DataFrame:
     """A problem table with `id`, `prompt` and `answer`, checked before any model loads."""
-    path = Path(path)
-    if not path.exists():
-        raise ProbeError(f"{path}: no such file")
-    table = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    try:
+        table = read_table(path)
+    except FileNotFoundError as error:
+        raise ProbeError(str(error)) from None
     missing = [c for c in REQUIRED_COLUMNS if c not in table.columns]
     if missing:
         raise ProbeError(
