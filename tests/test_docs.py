@@ -3,6 +3,7 @@
 docs/ sits in one of its three folders and is on the README's map. Reads files only: no network."""
 
 import re
+import subprocess
 import unicodedata
 from pathlib import Path
 
@@ -12,7 +13,7 @@ ROOT = Path(__file__).parents[1]
 README_MAX_LINES = 120
 DOC_FOLDERS = ("guide", "reference", "log")
 # Folders whose Markdown is not the repository's documentation: outputs of a run, fixtures, environments.
-SKIPPED_PARTS = {".git", ".snakemake", ".venv", "venv", "node_modules", "logs", "benchmarks", "__pycache__"}
+SKIPPED_PARTS = {".git", ".snakemake", ".venv", ".venv-vllm-cpu", "venv", "node_modules", "logs", "benchmarks", "__pycache__"}
 
 FENCE = re.compile(r"^\s*(```|~~~)")
 INLINE_CODE = re.compile(r"(`+)(.+?)\1")
@@ -29,7 +30,18 @@ def _skipped(path: Path) -> bool:
 
 
 def markdown_files() -> list[Path]:
-    return sorted(path for path in ROOT.rglob("*.md") if not _skipped(path))
+    """The repository's Markdown: what git tracks or would track (so an ignored environment such as CI's
+    .venv-vllm-cpu, full of other projects' READMEs, is not ours to check); outside a git checkout, a walk
+    that skips the known non-documentation folders."""
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", "*.md"],
+            cwd=ROOT, capture_output=True, check=True, text=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return sorted(path for path in ROOT.rglob("*.md") if not _skipped(path))
+    paths = (ROOT / name for name in listed.split("\0") if name)
+    return sorted(path for path in paths if path.is_file() and not _skipped(path))
 
 
 def prose_lines(text: str) -> list[str]:
