@@ -71,6 +71,7 @@ FULL_RUNS = {p.run for p in GRID} - ADAPTIVE_RUNS
 FIGURE_REGISTRY = figure_registry.FIGURES
 FIGURES = figure_registry.STUDY_FIGURES
 DATA_FIGURES = figure_registry.DATA_FIGURES
+FIGURES_ON_OTHER_SETS = figure_registry.ON_OTHER_SETS
 ABLATION_KINDS = recipe_ablations.KINDS
 
 

@@ -51,7 +51,7 @@ use rule plot_study_figure as plot_study_figure_on with:
     log:
         logs("plot_study_figure_on/{problem_set}/{study}/{eval_set}/{figure}.log"),
     wildcard_constraints:
-        figure="fig05_frontier|fig06_nstar",
+        figure=one_of(FIGURES_ON_OTHER_SETS),
 
 
 use rule plot_study_figure as plot_set_figure with:

@@ -75,6 +75,9 @@ def test_the_results_index_lists_every_registered_figure(tmp_path: Path) -> None
     }
     for name, path in examples.items():
         assert artifacts.describe_artifact(path) == FIGURES[name].summary
+    on_other_set = "figures/easy/bp4/on_ood/fig05_frontier.png"
+    assert artifacts.describe_artifact(on_other_set) == FIGURES["fig05_frontier"].summary + ", on another validation set"
+    examples["fig05_frontier on another set"] = on_other_set
     results = tmp_path / "results"
     for path in examples.values():
         (results / path).parent.mkdir(parents=True, exist_ok=True)
@@ -116,7 +119,8 @@ def test_every_figures_inputs_resolve_to_the_files_its_registry_entry_names(tmp_
     for name, found in jobs.items():
         figure = FIGURES[name]
         for rule, inputs in found:
-            if rule == "plot_study_figure_on":  # Figs. 5 and 6 on another set: its fits and base model there
+            if rule == "plot_study_figure_on":  # drawn on another set: its fits and base model there
+                assert figure.on_other_sets, name
                 continue
             assert rule == figure.rule
             assert {kind for kind in figure.inputs if any(p.endswith("/" + INPUT_FILES[kind]) for p in inputs)} == set(

@@ -64,7 +64,7 @@ def data_figure_paths(figure=None):
 
 
 def extra_evaluation_paths():
-    """Every run's evaluation on each extra set, and per study of its set figures 5 and 6 there."""
+    """Every run's evaluation on each extra set, and per study of its set the figures drawn there."""
     paths = []
     for name, others in EXTRA_EVALUATION.items():
         runs = [p for p in GRID if p.problem_set == name]
@@ -74,7 +74,7 @@ def extra_evaluation_paths():
                 results(f"figures/{name}/{s.name}/on_{other}/{figure}.{ext}")
                 for s in STUDIES
                 if s.problem_set == name and s.kind == "fixed_b_problem"
-                for figure in ("fig05_frontier", "fig06_nstar")
+                for figure in FIGURES_ON_OTHER_SETS
                 for ext in ("png", "pdf")
             ]
     return paths

@@ -22,6 +22,7 @@ EXPORTS = {
     "DATA_FIGURES": "registry",
     "FIGURES": "registry",
     "INPUTS": "registry",
+    "ON_OTHER_SETS": "registry",
     "AXIS_LABELS": "scaling",
     "MAX_COMPUTE_TICKS": "scaling",
     "frontier_panel": "scaling",

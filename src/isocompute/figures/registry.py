@@ -47,6 +47,9 @@ class Figure:
     # The drawing function, "module.function": called with the figure's name first.
     draw: str
     caption: str
+    # Drawn as well for each study on every other validation set its runs are scored on
+    # (`extra_evaluation.sets`: results/figures/<set>/<study>/on_<other set>/).
+    on_other_sets: bool = False
 
     @property
     def rule(self) -> str:
@@ -63,6 +66,11 @@ class Figure:
         if self.kind == DATA:
             return f"figures/data/{self.name}_*"
         return f"figures/*/{'' if self.kind == SET else '*/'}{self.name}.*"
+
+    @property
+    def results_glob_on_other_sets(self) -> str | None:
+        """Where its instances on other validation sets lie under results/, as a glob (None: not drawn there)."""
+        return f"figures/*/*/on_*/{self.name}.*" if self.on_other_sets else None
 
     def drawing(self) -> Callable[..., Any]:
         """The function `draw` names."""
@@ -83,6 +91,7 @@ _FIGURES = [
             "compute-optimal frontier) coloured by the n attaining it, the grey band its bootstrap 95 % interval, "
             "the dashed line the base model."
         ),
+        on_other_sets=True,
     ),
     Figure(
         name="fig06_nstar",
@@ -94,6 +103,7 @@ _FIGURES = [
             "Compute-optimal n* along the frontier against C, log-log (paper Figure 6), with the fit log2 n* = L "
             "/ (1 + exp(-k (log10 C - log10 C0))) + b."
         ),
+        on_other_sets=True,
     ),
     Figure(
         name="fig07_nstar_by_metric",
@@ -282,6 +292,8 @@ _FIGURES = [
 FIGURES: dict[str, Figure] = {figure.name: figure for figure in _FIGURES}
 # The paper's figures drawn per study, problem set or recipe ablation (`{figure}` in the rules), by kind.
 STUDY_FIGURES = {name: figure.kind for name, figure in FIGURES.items() if figure.kind != DATA}
+# The figures also drawn on the other validation sets a study is scored on (`{figure}` of plot_study_figure_on).
+ON_OTHER_SETS = tuple(name for name, figure in FIGURES.items() if figure.on_other_sets)
 # The data ablations' figures (`{data_figure}`: each has instances named `<figure>_<instance>`).
 DATA_FIGURES = {name: figure.summary for name, figure in FIGURES.items() if figure.kind == DATA}
 
