@@ -33,8 +33,8 @@ rule tabulate_diagnostics:
 
 rule plot_diagnostics:
     input:
-        table=results("diagnostics/{problem_set}/{study}/training.parquet"),
-        nstar=results("diagnostics/{problem_set}/{study}/nstar_by_metric.parquet"),
+        table=[results("diagnostics/{problem_set}/{study}/training.parquet")],
+        nstar=[results("diagnostics/{problem_set}/{study}/nstar_by_metric.parquet")],
     output:
         png=report(
             results("figures/{problem_set}/{study}/diagnostics.png"),
@@ -89,8 +89,8 @@ rule probe_interference:
 
 rule plot_interference:
     input:
-        probe=results("interference/{probe}/probe.json"),
-        pairs=results("interference/{probe}/pairs.parquet"),
+        probe=[results("interference/{probe}/probe.json")],
+        pairs=[results("interference/{probe}/pairs.parquet")],
     output:
         png=report(
             results("figures/interference/{probe}.png"),

@@ -1,5 +1,6 @@
 """The paper's training diagnostics on small constructed tables, and their figure."""
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -7,7 +8,7 @@ import pandas as pd
 import pytest
 from scipy.stats import binom
 
-from isocompute.figures.mechanism import plot_probe, plot_training_diagnostics
+from isocompute.figures.registry import FIGURES
 from isocompute.mechanism.diagnostics import (
     BASE_RUN,
     base_rows,
@@ -108,16 +109,26 @@ def test_nstar_by_metric_reads_the_frontier_of_each_metric() -> None:
     )
 
 
-def test_figures_draw_from_the_tables(tmp_path: Path) -> None:
+def test_figures_draw_from_the_tables_through_the_registry(tmp_path: Path) -> None:
+    """What the rules plot_diagnostics and plot_interference do: the registry's drawing function, on files."""
     logs, rates = runs()
     table = checkpoint_diagnostics(logs, rates, window=2.0)
     difficulty = pd.DataFrame({"id": list("abcd"), "n_correct": [0, 16, 8, 4], "n_samples": 16})
     table = pd.concat([base_rows(difficulty, list("abcd"), table, 8), table], ignore_index=True)
+    table.to_parquet(tmp_path / "training.parquet")
+    nstar_by_metric(FITS).to_parquet(tmp_path / "nstar_by_metric.parquet")
+    tables = {"table": [str(tmp_path / "training.parquet")], "nstar": [str(tmp_path / "nstar_by_metric.parquet")]}
     paths = [str(tmp_path / "diagnostics.png"), str(tmp_path / "diagnostics.pdf")]
-    plot_training_diagnostics(table, nstar_by_metric(FITS), ["n"], 8, "test", STYLE, paths)
+    draw = FIGURES["diagnostics"].drawing()
+    with pytest.raises(ValueError, match="curve keys"):
+        draw("diagnostics", tables, "test", STYLE, paths)
+    draw("diagnostics", tables, "test", STYLE, paths, by=["n"], train_k=8)
     summary = {"mean": 0.1, "share_below_-0.1": 0.2, "share_above_0.1": 0.3}
     result = {"sets": {"a": {}, "b": {}}, "cosines": {"adam": {"a x a": summary, "a x b": summary, "b x b": summary}},
               "one_step": [{"along": x, "on": y, "lr": 1e-4, "change_mean_log_p": 0.01} for x in "ab" for y in "ab"]}  # fmt: skip
+    (tmp_path / "probe.json").write_text(json.dumps(result))
     pairs = pd.DataFrame({"block": ["a x a", "a x b", "b x b"] * 3, "cosine_adam": np.linspace(-0.5, 0.9, 9)})
-    plot_probe(result, pairs, "probe", STYLE, [str(tmp_path / "probe.png")])
+    pairs.to_parquet(tmp_path / "pairs.parquet")
+    probe = {"probe": [str(tmp_path / "probe.json")], "pairs": [str(tmp_path / "pairs.parquet")]}
+    FIGURES["interference"].drawing()("interference", probe, "probe", STYLE, [str(tmp_path / "probe.png")])
     assert all(Path(p).stat().st_size > 0 for p in [*paths, tmp_path / "probe.png"])

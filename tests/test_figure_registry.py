@@ -26,8 +26,15 @@ INPUT_FILES = {
     "logs": "train_log.parquet",
     "pass_rates": "train_pass_rates.parquet",
     "train_fits": "train_fits.json",
+    "table": "training.parquet",
+    "nstar": "nstar_by_metric.parquet",
+    "probe": "probe.json",
+    "pairs": "pairs.parquet",
 }
-KINDS = {registry.SET, registry.STUDY, registry.ABLATION, registry.DATA, *NAME_FORMS, *recipe_ablations.KINDS}
+KINDS = {
+    registry.SET, registry.STUDY, registry.ABLATION, registry.DATA, registry.DIAGNOSTICS, registry.PROBE,
+    *NAME_FORMS, *recipe_ablations.KINDS,
+}
 
 
 def drawn_by(module_name: str) -> set[str]:
@@ -38,6 +45,7 @@ def drawn_by(module_name: str) -> set[str]:
         "isocompute.figures.scaling": ({}, "", "avg@4", 4, style, []),
         "isocompute.figures.recipe_ablation": ({}, [], "", "avg@4", style, []),
         "isocompute.figures.data_ablation": ({}, [], [], "avg@4", 4, style, []),
+        "isocompute.figures.mechanism": ({}, "", style, []),
     }[module_name]
     return set(module.drawers(*arguments))
 
@@ -57,11 +65,17 @@ def test_every_drawer_is_registered() -> None:
         assert drawn_by(module) == {name for name, f in FIGURES.items() if f.draw.startswith(module + ".")}
 
 
-def test_the_report_caption_is_written_from_the_registry() -> None:
-    caption = (REPO / "workflow/report/figure.rst").read_text()
-    assert caption == registry.report_caption(), "run: python -m isocompute.figures.registry"
+def test_the_report_captions_are_written_from_the_registry() -> None:
+    captions = registry.report_captions()
+    for name, text in captions.items():
+        assert (REPO / "workflow/report" / name).read_text() == text, "run: python -m isocompute.figures.registry"
     for figure in FIGURES.values():
-        assert f'figure == "{figure.name}" %}}{figure.caption}\n' in caption
+        if figure.caption_file == "figure.rst":
+            assert f'figure == "{figure.name}" %}}{figure.caption}\n' in captions["figure.rst"]
+        else:  # a rule of its own, a caption file of its own: named by that rule and by nothing else
+            assert captions[figure.caption_file].endswith(f"#}}\n{figure.caption}\n")
+            rules = "".join(path.read_text() for path in (REPO / "rules").glob("*.smk"))
+            assert rules.count(f'caption="../workflow/report/{figure.caption_file}"') == 1
 
 
 def test_the_results_index_lists_every_registered_figure(tmp_path: Path) -> None:
@@ -72,6 +86,8 @@ def test_the_results_index_lists_every_registered_figure(tmp_path: Path) -> None
         "fig07_nstar_by_metric": "figures/easy/fig07_nstar_by_metric.pdf",
         "fig03_training_health": "figures/easy/regularization/fig03_training_health.png",
         "fig20_extremely_hard": "figures/data/fig20_extremely_hard_xhard.png",
+        "diagnostics": "figures/easy/bp4/diagnostics.pdf",
+        "interference": "figures/interference/easy+hard.png",
     }
     for name, path in examples.items():
         assert artifacts.describe_artifact(path) == FIGURES[name].summary
@@ -88,6 +104,8 @@ def test_the_results_index_lists_every_registered_figure(tmp_path: Path) -> None
         assert f"- `{figure.results_glob}`: {figure.summary}" in index
 
 
+# The figures drawn by a rule of their own (no figure wildcard), by that rule.
+OWN_RULES = {f.rule: name for name, f in FIGURES.items() if f.kind in (registry.DIAGNOSTICS, registry.PROBE)}
 JOB = re.compile(r"^rule (\w+):\n    input: ([^\n]*)\n(?:    [^\n]*\n)*?    wildcards: ([^\n]*)\n", re.MULTILINE)
 
 
@@ -96,7 +114,7 @@ def figure_jobs(stdout: str) -> dict[str, list[tuple[str, list[str]]]]:
     jobs: dict[str, list[tuple[str, list[str]]]] = {}
     for rule, inputs, wildcards in JOB.findall(stdout):
         values = dict(pair.split("=", 1) for pair in wildcards.split(", "))
-        name = values.get("figure") or values.get("data_figure")
+        name = values.get("figure") or values.get("data_figure") or OWN_RULES.get(rule)
         if name in FIGURES:
             jobs.setdefault(name, []).append((rule, inputs.split(", ")))
     return jobs
@@ -106,12 +124,16 @@ def test_every_figures_inputs_resolve_to_the_files_its_registry_entry_names(tmp_
     """The default config (the paper's figures per study and set), the CPU recipe ablations and the micro data
     ablations between them draw every registered figure; each job reads what its entry lists, nothing else."""
     jobs: dict[str, list[tuple[str, list[str]]]] = {}
-    for i, configfiles in enumerate(
-        [("config/config.yaml",), ("config/presets/ablations_cpu.yaml",), (MICRO, DATA)]
+    for i, (configfiles, targets) in enumerate(
+        [
+            (("config/config.yaml",), ("all", "probe_interference_all")),
+            (("config/presets/ablations_cpu.yaml",), ()),
+            ((MICRO, DATA), ()),
+        ]
     ):
         (tmp_path / str(i)).mkdir()
         workdir = scratch_workflow(tmp_path / str(i))
-        result = snakemake(workdir, "-n", configfiles=configfiles)
+        result = snakemake(workdir, "-n", *targets, configfiles=configfiles)
         assert result.returncode == 0, result.stderr[-3000:]
         for name, found in figure_jobs(result.stdout).items():
             jobs.setdefault(name, []).extend(found)

@@ -1,19 +1,17 @@
-"""Draw a study's training diagnostics (rule plot_diagnostics)."""
+"""Draw a study's training diagnostics (rule plot_diagnostics), with the function the figure registry names."""
 
-import pandas as pd
-
-from isocompute.figures.mechanism import plot_training_diagnostics
+from isocompute.figures.registry import FIGURES
 from isocompute.pipeline.config import figure_style
 from isocompute.script_setup import start_job
 
 start_job(snakemake.log[0])
 wildcards = snakemake.wildcards
-plot_training_diagnostics(
-    pd.read_parquet(snakemake.input.table),
-    pd.read_parquet(snakemake.input.nstar),
-    snakemake.params.study.by,
-    snakemake.params.train_k,
+FIGURES["diagnostics"].drawing()(
+    "diagnostics",
+    {name: list(files) for name, files in snakemake.input.items()},
     f"{wildcards.problem_set} / {wildcards.study}: training diagnostics",
     figure_style(snakemake.params.figures),
     [snakemake.output.png, snakemake.output.pdf],
+    by=snakemake.params.study.by,
+    train_k=snakemake.params.train_k,
 )

@@ -1,18 +1,13 @@
-"""Draw the interference probe's figure (rule plot_interference)."""
+"""Draw the interference probe's figure (rule plot_interference), with the function the figure registry names."""
 
-import json
-from pathlib import Path
-
-import pandas as pd
-
-from isocompute.figures.mechanism import plot_probe
+from isocompute.figures.registry import FIGURES
 from isocompute.pipeline.config import figure_style
 from isocompute.script_setup import start_job
 
 start_job(snakemake.log[0])
-plot_probe(
-    json.loads(Path(snakemake.input.probe).read_text()),
-    pd.read_parquet(snakemake.input.pairs),
+FIGURES["interference"].drawing()(
+    "interference",
+    {name: list(files) for name, files in snakemake.input.items()},
     f"interference probe: {snakemake.wildcards.probe.replace('+', ', ')}",
     figure_style(snakemake.params.figures),
     [snakemake.output.png, snakemake.output.pdf],

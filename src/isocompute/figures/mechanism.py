@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -98,3 +100,32 @@ def plot_training_diagnostics(table: pd.DataFrame, nstar: pd.DataFrame, by: Sequ
     right.set_ylabel("compute-optimal n* by metric")
     fig.suptitle(title)
     _save(fig, paths, style.dpi)
+
+
+def drawers(inputs: Mapping[str, Sequence[str]], title: str, style: FigureStyle, paths: Sequence[str], *,
+            by: Sequence[str] | None = None, train_k: int | None = None) -> dict[str, Callable[[], None]]:  # fmt: skip
+    """Each figure this module draws, by name, as a call drawing it from the files in `inputs` (keys as the
+    figure registry, `isocompute.figures.registry`, names them); nothing is read until one is called. The
+    training diagnostics also need the study's curve keys (`by`) and the training pass@k's k (`train_k`)."""
+
+    def diagnostics() -> None:
+        if by is None or train_k is None:
+            raise ValueError("the diagnostics figure needs the study's curve keys (by) and train_k")
+        table, nstar = (pd.read_parquet(inputs[name][0]) for name in ("table", "nstar"))
+        plot_training_diagnostics(table, nstar, by, train_k, title, style, paths)
+
+    return {
+        "diagnostics": diagnostics,
+        "interference": lambda: plot_probe(
+            json.loads(Path(inputs["probe"][0]).read_text()), pd.read_parquet(inputs["pairs"][0]), title, style, paths
+        ),
+    }
+
+
+def render(figure: str, inputs: Mapping[str, Sequence[str]], title: str, style: FigureStyle, paths: Sequence[str], *,
+           by: Sequence[str] | None = None, train_k: int | None = None) -> None:  # fmt: skip
+    """Draw `figure` from the files in `inputs` (keys as its rule names them)."""
+    known = drawers(inputs, title, style, paths, by=by, train_k=train_k)
+    if figure not in known:
+        raise ValueError(f"unknown mechanism figure {figure!r}; known: {sorted(known)}")
+    known[figure]()

@@ -27,10 +27,20 @@ INPUTS = {
     "logs": "train_log.parquet of each run drawn",
     "pass_rates": "train_pass_rates.parquet of the study's smallest and largest n",
     "train_fits": "train_fits.json of each set drawn (the training metrics' fits)",
+    "table": "training.parquet of the study's diagnostics (per run and checkpoint: the shares drawn)",
+    "nstar": "nstar_by_metric.parquet of the study's diagnostics (n* along the frontier per metric)",
+    "probe": "probe.json of the interference probe (its cosine summaries and one-step changes)",
+    "pairs": "pairs.parquet of the interference probe (every probed pair's gradient cosines)",
 }
 # The kinds of instance a figure has, besides the study kinds (`isocompute.study.studies.NAME_FORMS`) and the
 # recipe ablations' kinds (`isocompute.study.recipe_ablations.KINDS`): one of each.
 SET, STUDY, ABLATION, DATA = "set", "study", "ablation", "data"
+# Figures with a rule of their own: a study's training diagnostics (one per study) and the interference probe's
+# figure (one per probe, `results/interference/<sets>/`).
+DIAGNOSTICS, PROBE = "diagnostics", "probe"
+_OWN_RULES = {DIAGNOSTICS: "plot_diagnostics", PROBE: "plot_interference", DATA: "plot_data_figure"}
+# The report's caption of each figure: its own file for the figures with a rule of their own and no {figure}.
+_CAPTION_FILES = {DIAGNOSTICS: "diagnostics.rst", PROBE: "interference.rst"}
 
 
 @dataclass(frozen=True)
@@ -40,7 +50,8 @@ class Figure:
     name: str
     # "set": one per problem set; "study": one per study of any kind, or a study kind: one per such study;
     # "ablation": one per recipe ablation, or an ablation kind: one per such ablation; "data": one per
-    # data-ablation instance (`isocompute.fits.data_ablation.data_figure_instances`).
+    # data-ablation instance (`isocompute.fits.data_ablation.data_figure_instances`); "diagnostics": one per
+    # study, "probe": one per interference probe, each drawn by a rule of its own.
     kind: str
     summary: str
     inputs: tuple[str, ...]
@@ -54,8 +65,8 @@ class Figure:
     @property
     def rule(self) -> str:
         """The rule that draws the figure's instances."""
-        if self.kind == DATA:
-            return "plot_data_figure"
+        if self.kind in _OWN_RULES:
+            return _OWN_RULES[self.kind]
         if self.kind == ABLATION or self.kind in recipe_ablations.KINDS:
             return "plot_recipe_ablation_figure"
         return "plot_set_figure" if self.kind == SET else "plot_study_figure"
@@ -65,7 +76,14 @@ class Figure:
         """Where its files lie under results/, as a glob."""
         if self.kind == DATA:
             return f"figures/data/{self.name}_*"
+        if self.kind == PROBE:
+            return f"figures/{self.name}/*"
         return f"figures/*/{'' if self.kind == SET else '*/'}{self.name}.*"
+
+    @property
+    def caption_file(self) -> str:
+        """The report's caption template of its rule, under workflow/report/."""
+        return _CAPTION_FILES.get(self.kind, "figure.rst")
 
     @property
     def results_glob_on_other_sets(self) -> str | None:
@@ -234,6 +252,39 @@ _FIGURES = [
         ),
     ),
     Figure(
+        name="diagnostics",
+        kind=DIAGNOSTICS,
+        summary="a study's training diagnostics: pass@train_k = 0 share, zero-variance share, n* by metric",
+        inputs=("table", "nstar"),
+        draw="isocompute.figures.mechanism.render",
+        caption=(
+            "The paper's diagnostics of interference for one study, per curve (n, or B_problem and n). Left: the "
+            "share of the sampled training problems with no correct sample out of evaluation.train_k at each "
+            "checkpoint (the mass at pass rate 0 of paper Figure 12, as a curve over compute). Middle: the share of "
+            "groups whose n rewards are all equal (TRL's frac_reward_zero_std: groups with no gradient), averaged "
+            "over the steps with compute in (C / window, C]. Dashed: the base model's expectation of each share, "
+            "estimated from the bucketing's avg@16 counts (none where n exceeds 16; a bucket selected on those "
+            "counts leans toward its range, so the reference is low on Easy, high on Hard). Right: the "
+            "compute-optimal n* along the frontier for avg@k, best@k and worst@k (paper Figure 7 over compute)."
+        ),
+    ),
+    Figure(
+        name="interference",
+        kind=PROBE,
+        summary="the interference probe: cosine distribution and one-step changes between sets",
+        inputs=("probe", "pairs"),
+        draw="isocompute.figures.mechanism.render",
+        caption=(
+            "Interference probe of the base model. Left: the distribution of the cosines between two training "
+            "problems' gradients of log p(answer + eos | prompt), in the metric of Adam's step (diagonal 1 / "
+            "(sqrt(v) + eps), v from 20 GRPO minibatch gradients at the base model), within each set and across "
+            "sets; the legend gives each block's mean and share below -0.1. Right: the change of the mean log "
+            "p(answer + eos) on each set (columns) after one Adam step at the study's learning rate along the GRPO "
+            "gradient of each set (rows; 8 sampled completions per problem, TRL's group advantages and loss). "
+            "Negative cells off the diagonal are interference between the sets."
+        ),
+    ),
+    Figure(
         name="fig14_train_vs_val",
         kind="data",
         summary="paper Fig. 14: training reward and training pass rate beside validation, n* vs set size",
@@ -290,8 +341,9 @@ _FIGURES = [
     ),
 ]
 FIGURES: dict[str, Figure] = {figure.name: figure for figure in _FIGURES}
-# The paper's figures drawn per study, problem set or recipe ablation (`{figure}` in the rules), by kind.
-STUDY_FIGURES = {name: figure.kind for name, figure in FIGURES.items() if figure.kind != DATA}
+# The paper's figures drawn per study, problem set or recipe ablation (`{figure}` in the rules), by kind: all
+# but those with a rule of their own.
+STUDY_FIGURES = {name: figure.kind for name, figure in FIGURES.items() if figure.kind not in _OWN_RULES}
 # The figures also drawn on the other validation sets a study is scored on (`{figure}` of plot_study_figure_on).
 ON_OTHER_SETS = tuple(name for name, figure in FIGURES.items() if figure.on_other_sets)
 # The data ablations' figures (`{data_figure}`: each has instances named `<figure>_<instance>`).
@@ -304,16 +356,28 @@ _CAPTION_HEAD = (
     "rules `figure` #}\n"
     "{% set figure = snakemake.wildcards.figure or snakemake.wildcards.data_figure %}\n"
 )
+_OWN_CAPTION_HEAD = (
+    "{# Written from isocompute.figures.registry (python -m isocompute.figures.registry): edit the caption "
+    "there. #}\n"
+)
 
 
-def report_caption() -> str:
-    """The report's caption template (`workflow/report/figure.rst`): each figure's caption."""
+def report_captions() -> dict[str, str]:
+    """The report's caption templates (under workflow/report/), by file name: `figure.rst` chooses each
+    shared-rule figure's caption by its wildcard; a figure with a rule of its own has a file of its own."""
+    shared = [figure for figure in FIGURES.values() if figure.caption_file == "figure.rst"]
     branches = [
         f'{{% {"if" if i == 0 else "elif"} figure == "{figure.name}" %}}{figure.caption}'
-        for i, figure in enumerate(FIGURES.values())
+        for i, figure in enumerate(shared)
     ]
-    return _CAPTION_HEAD + "\n".join(branches) + "\n{% endif %}\n"
+    captions = {"figure.rst": _CAPTION_HEAD + "\n".join(branches) + "\n{% endif %}\n"}
+    for figure in FIGURES.values():
+        if figure.caption_file != "figure.rst":
+            captions[figure.caption_file] = _OWN_CAPTION_HEAD + figure.caption + "\n"
+    return captions
 
 
 if __name__ == "__main__":
-    Path(sys.argv[1] if len(sys.argv) > 1 else "workflow/report/figure.rst").write_text(report_caption())
+    folder = Path(sys.argv[1] if len(sys.argv) > 1 else "workflow/report")
+    for name, text in report_captions().items():
+        (folder / name).write_text(text)

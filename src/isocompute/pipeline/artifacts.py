@@ -62,8 +62,6 @@ CATALOGUE: list[tuple[str, str]] = [
         "noise_scale/*/*/agreement.json",
         "the n that B(n) predicts at each frontier point, its agreement and every constant n's (not a fit)",
     ),
-    ("figures/interference/*", "the interference probe: cosine distribution and one-step changes between sets"),
-    ("figures/*/*/diagnostics.*", "a study's training diagnostics: pass@train_k = 0 share, zero-variance share, n* by metric"),
     ("recommendations/*.md", "the prescribed n, B_problem, M and lr for the configured budgets"),
     ("recommendations/*.json", "the same prescription as a table"),
     # Before the figures' own rows: a glob's "*" crosses "/", so theirs would claim these too.
