@@ -35,3 +35,9 @@ def generation_of(snakemake: Any) -> dict[str, Any]:
     """The sampler's settings: the job's `generation` params with the layout (tensor parallelism, vLLM's
     engine arguments) from the config, not the params, so a new layout reruns nothing."""
     return with_layout(snakemake.params.generation, snakemake.config["generation"], "generation")
+
+
+def named_inputs_of(snakemake: Any) -> dict[str, list[str]]:
+    """A figure job's input files by name, each a list: the names are those of its entry in the figure
+    registry (`isocompute.figures.registry.INPUTS`), which its drawing function reads them by."""
+    return {name: list(files) for name, files in snakemake.input.items()}

@@ -3,14 +3,14 @@ the figure registry names."""
 
 from isocompute.figures.registry import FIGURES
 from isocompute.pipeline.config import figure_style
-from isocompute.script_setup import start_job
+from isocompute.script_setup import named_inputs_of, start_job
 
 start_job(snakemake.log[0])
 params = snakemake.params
 figure = snakemake.wildcards.data_figure
 FIGURES[figure].drawing()(
     figure,
-    {name: list(files) for name, files in snakemake.input.items()},
+    named_inputs_of(snakemake),
     params.labels,
     params.sizes,
     params.metric,

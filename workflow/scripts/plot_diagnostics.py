@@ -2,13 +2,13 @@
 
 from isocompute.figures.registry import FIGURES
 from isocompute.pipeline.config import figure_style
-from isocompute.script_setup import start_job
+from isocompute.script_setup import named_inputs_of, start_job
 
 start_job(snakemake.log[0])
 wildcards = snakemake.wildcards
 FIGURES["diagnostics"].drawing()(
     "diagnostics",
-    {name: list(files) for name, files in snakemake.input.items()},
+    named_inputs_of(snakemake),
     f"{wildcards.problem_set} / {wildcards.study}: training diagnostics",
     figure_style(snakemake.params.figures),
     [snakemake.output.png, snakemake.output.pdf],

@@ -3,13 +3,13 @@ the figure registry names."""
 
 from isocompute.figures.registry import FIGURES
 from isocompute.pipeline.config import figure_style
-from isocompute.script_setup import start_job
+from isocompute.script_setup import named_inputs_of, start_job
 
 start_job(snakemake.log[0])
 wildcards = snakemake.wildcards
 FIGURES[wildcards.figure].drawing()(
     wildcards.figure,
-    {name: list(files) for name, files in snakemake.input.items()},
+    named_inputs_of(snakemake),
     snakemake.params.runs,
     f"{wildcards.problem_set} / {wildcards.ablation}: {wildcards.figure}",
     snakemake.params.metric,

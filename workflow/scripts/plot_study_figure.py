@@ -3,7 +3,7 @@ the function its entry in the figure registry names."""
 
 from isocompute.figures.registry import FIGURES
 from isocompute.pipeline.config import figure_style
-from isocompute.script_setup import start_job
+from isocompute.script_setup import named_inputs_of, start_job
 
 start_job(snakemake.log[0])
 wildcards = snakemake.wildcards
@@ -12,7 +12,7 @@ if wildcards.get("eval_set"):
     where += f" on {wildcards.eval_set}"
 FIGURES[wildcards.figure].drawing()(
     wildcards.figure,
-    {name: list(files) for name, files in snakemake.input.items()},
+    named_inputs_of(snakemake),
     f"{where}: {wildcards.figure}",
     snakemake.params.metric,
     snakemake.params.k,
