@@ -349,16 +349,16 @@ ON_OTHER_SETS = tuple(name for name, figure in FIGURES.items() if figure.on_othe
 # The data ablations' figures (`{data_figure}`: each has instances named `<figure>_<instance>`).
 DATA_FIGURES = {name: figure.summary for name, figure in FIGURES.items() if figure.kind == DATA}
 
-_CAPTION_HEAD = (
-    "{# Written from isocompute.figures.registry (python -m isocompute.figures.registry): edit the captions "
-    "there. #}\n"
-    "{# plot_data_figure names its figure `data_figure` (the instance is a second wildcard); the other figure "
-    "rules `figure` #}\n"
-    "{% set figure = snakemake.wildcards.figure or snakemake.wildcards.data_figure %}\n"
-)
-_OWN_CAPTION_HEAD = (
+# The first line of every caption file: where it comes from.
+_WRITTEN_HERE = (
     "{# Written from isocompute.figures.registry (python -m isocompute.figures.registry): edit the caption "
     "there. #}\n"
+)
+_CAPTION_HEAD = (
+    _WRITTEN_HERE
+    + "{# plot_data_figure names its figure `data_figure` (the instance is a second wildcard); the other "
+    "figure rules `figure` #}\n"
+    "{% set figure = snakemake.wildcards.figure or snakemake.wildcards.data_figure %}\n"
 )
 
 
@@ -373,7 +373,7 @@ def report_captions() -> dict[str, str]:
     captions = {"figure.rst": _CAPTION_HEAD + "\n".join(branches) + "\n{% endif %}\n"}
     for figure in FIGURES.values():
         if figure.caption_file != "figure.rst":
-            captions[figure.caption_file] = _OWN_CAPTION_HEAD + figure.caption + "\n"
+            captions[figure.caption_file] = _WRITTEN_HERE + figure.caption + "\n"
     return captions
 
 
