@@ -84,7 +84,7 @@ checkpoint decide_adaptive_round:
     conda:
         "../envs/isocompute.yaml"
     params:
-        fits=config["fits"],
+        fits=study_config.round_fit_settings(config),
         k=config["evaluation"]["k"],
         seed=config["seed"],
         settings=lambda wildcards: dataclasses.asdict(ADAPTIVE),

@@ -61,6 +61,11 @@ class Scenario:
     seeds: int = 1
     problems: int = PROBLEMS
     batch: int | None = None
+    r0: float = R0
+    b_problem_fixed: int = B_PROBLEM
+    # Dense schedules: an evaluation every `dense[0]` steps up to step `dense[1]`, the same steps for every n,
+    # so each n covers its own compute range (an exported training log).
+    dense: tuple[int, int] | None = None
 
     @property
     def by(self) -> tuple[str, ...]:
@@ -71,13 +76,15 @@ class Scenario:
         return "step" if self.batch else "compute_rollouts"
 
     def b_problem(self, n: int) -> int:
-        return self.batch // n if self.batch else B_PROBLEM
+        return self.batch // n if self.batch else self.b_problem_fixed
 
     def steps(self, n: int) -> list[int]:
         """The checkpoint steps of n's runs."""
+        if self.dense:
+            return list(range(self.dense[0], self.dense[1] + 1, self.dense[0]))
         if self.batch:
             return [2**j for j in range(int(np.log2(self.compute_max)) + 1) if 2**j >= self.compute_min]
-        batch = B_PROBLEM * n
+        batch = self.b_problem(n) * n
         if self.checkpoints:
             return checkpoint_steps(batch, int(self.compute_min), int(self.compute_max), self.checkpoints)
         last = int(self.compute_max // batch)
@@ -85,7 +92,7 @@ class Scenario:
 
     def reward(self, n: int, compute: np.ndarray) -> np.ndarray:
         a, mid, slope = self.curves[n]
-        return reward_curve(np.log10(compute), R0, a, mid, slope)
+        return reward_curve(np.log10(compute), self.r0, a, mid, slope)
 
     def true_optimum(self, compute: np.ndarray) -> np.ndarray:
         """The n whose true curve is highest at each compute (over every n, as the truth knows no ranges)."""
@@ -218,6 +225,32 @@ CLOSE = {
         "close_fixed_batch", close_ladder((16, 32, 64, 128, 256, 512), (0.45, 0.4), mid_step=0.45, top=256),
         1.0, 4096.0, 0, batch=8192,
     ),
+    # Fixed B = 8,192 as a new user's study is shaped: curves rising from the first optimizer step (n = 16's
+    # midpoint at 10 steps, midpoints proportional to n, ceilings 0.035 higher per doubling up to n = 256),
+    # a base value of 0.33, checkpoints at powers of two of M: at M = 1-4 every curve is within 0.01 of the
+    # base and of each other, and the true n*(M) rises 16 -> 256.
+    "close_fixed_batch_early": Scenario(
+        "close_fixed_batch_early", close_ladder((16, 32, 64, 128, 256, 512), (0.45, 1.0), mid_step=0.30, top=256),
+        1.0, 4096.0, 0, batch=8192, r0=0.33,
+    ),
+    # The same question with steeper curves, n from 8 and a plateau at 128; 400 problems.
+    "close_fixed_batch_early_steep": Scenario(
+        "close_fixed_batch_early_steep",
+        close_ladder((8, 16, 32, 64, 128, 256, 512), (0.42, 0.9), 0.03, 0.30, 1.4, top=128),
+        1.0, 4096.0, 0, batch=8192, r0=0.30, problems=400,
+    ),
+    # Per-run power-of-two checkpoints, two seeds per n, a truth starting at n = 2 and rising to 32 (300 problems).
+    "close_two_seeds_from_two": Scenario(
+        "close_two_seeds_from_two", close_ladder((2, 4, 8, 16, 32, 64, 128), (0.38, 2.5), 0.03, 0.40, 1.0, top=32),
+        1.0, 2.0**22, 0, seeds=2,
+    ),
+    # A dense log as a public GRPO group-size ablation is shaped: n in {4, 8, 16, 32}, 512 problems per step,
+    # an evaluation every 2 steps for 96 steps, so each n covers its own compute range (n = 4 alone below
+    # ~3e4 rollouts, n = 32 alone above ~2e5) and n* moves 4 -> 16 where they overlap; 32 never beats 16.
+    "dense_equal_steps": Scenario(
+        "dense_equal_steps", close_ladder((4, 8, 16, 32), (0.40, 4.2), 0.035, 0.30, 1.2, top=16),
+        0.0, 0.0, 0, b_problem_fixed=512, dense=(2, 96), problems=500, r0=0.25,
+    ),
     "close_constant": Scenario(
         "close_constant", dominated({32: (0.55, 4.6, 1.0)}, {n: 32 for n in PAPER_NS if n != 32}, drop=0.03), *SHARED_GRID
     ),
@@ -226,6 +259,19 @@ CLOSE = {
     "close_falling": Scenario(
         "close_falling", close_ladder(PAPER_NS[::-1], (0.45, 3.6), top=16), 2.0**15, 2.0**24, 20
     ),
+    "close_fixed_batch_flat": Scenario(
+        "close_fixed_batch_flat", {n: (0.50, 1.5, 1.0) for n in (16, 32, 64, 128, 256, 512)}, 1.0, 4096.0, 0,
+        batch=8192, r0=0.33,
+    ),
+    "dense_flat": Scenario(
+        "dense_flat", {n: (0.50, 4.8, 1.2) for n in (4, 8, 16, 32)}, 0.0, 0.0, 0, b_problem_fixed=512,
+        dense=(2, 96), problems=500, r0=0.25,
+    ),
+    # n = 8 best wherever it was measured by 0.03; each n covers its own range.
+    "dense_constant": Scenario(
+        "dense_constant", dominated({8: (0.50, 4.6, 1.2)}, {4: 8, 16: 8, 32: 8}, drop=0.03), 0.0, 0.0, 0,
+        b_problem_fixed=512, dense=(2, 96), problems=500, r0=0.25,
+    ),
     "close_not_monotone": Scenario(
         "close_not_monotone",
         dominated(close_ladder((8, 64, 16, 128, 256), (0.45, 3.6), 0.05, 0.5), {32: 16, 512: 256, 1024: 256}, drop=0.03),
@@ -233,6 +279,8 @@ CLOSE = {
     ),
 }
 CLOSE_POSITIVE = [name for name in CLOSE if not name.endswith(("constant", "flat", "falling", "not_monotone"))]
+# Truths with no law: one n best everywhere, every n the same curve, an n* that falls back.
+NEGATIVE = [name for name in CLOSE if name.endswith(("constant", "flat", "not_monotone"))]
 
 
 def draw(scenario: Scenario, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -250,13 +298,13 @@ def draw(scenario: Scenario, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.
             for step in scenario.steps(n):
                 compute = float(step * batch)
                 x = np.log10(step if scenario.batch else compute)
-                reward = reward_curve(x, R0, a + offset[0], mid + offset[1], slope)
+                reward = reward_curve(x, scenario.r0, a + offset[0], mid + offset[1], slope)
                 correct = rng.binomial(K, expit(logit(reward) + difficulty))
                 at = {"run": f"bp{b_problem}_n{n}_seed{run_seed}", "b_problem": b_problem, "n": n, "seed": run_seed,
                       "step": step, "compute_rollouts": compute, "compute_tokens": 6 * compute}  # fmt: skip
                 rows.append({**at, **summarize_counts(correct, K)})
                 counts.append(pd.DataFrame({"id": ids, "n_correct": correct, **at}))
-    base = pd.DataFrame({"id": ids, "n_correct": rng.binomial(K, expit(logit(R0) + difficulty))})
+    base = pd.DataFrame({"id": ids, "n_correct": rng.binomial(K, expit(logit(scenario.r0) + difficulty))})
     return pd.DataFrame(rows), pd.concat(counts, ignore_index=True), base
 
 
@@ -287,6 +335,17 @@ def recovery(scenario: Scenario, fit: dict, where_moving: bool = False) -> float
     return float(np.mean(np.abs(np.log2(predicted / truth)) <= 1.0))
 
 
+def checkpoint_computes(scenario: Scenario) -> np.ndarray:
+    """Every compute (or step, for a fixed-B study) at which some n was evaluated."""
+    return np.array(sorted({s * (1 if scenario.batch else scenario.b_problem(n) * n) for n in scenario.curves
+                            for s in scenario.steps(n)}), dtype=float)  # fmt: skip
+
+
+def moves(scenario: Scenario) -> bool:
+    """Whether the true n* changes over the measured compute."""
+    return len(set(scenario.true_optimum(checkpoint_computes(scenario)).tolist())) > 1
+
+
 def outside_range(fit: dict) -> int:
     """Frontier rows naming an n at a compute outside that curve's measured range (beyond the merge slack)."""
     ranges = {curve["key"]["n"]: curve["range"] for curve in fit["curves"]}
@@ -298,7 +357,7 @@ def outside_range(fit: dict) -> int:
 def main(seeds: Sequence[int] = (0, 1, 2), bootstrap: int = 30, names: Sequence[str] = ()) -> None:
     """Per scenario, counts or not, and seed: the verdict, n* within x2 of the truth where it moves (over
     every point for a negative case), the replicas' agreement and the law's change with its interval."""
-    print(f"{'scenario':26} {'counts':>6} {'seed':>4}  {'verdict':22} {'law':34} {'x2 moving':>9} {'x2 all':>6} "
+    print(f"{'scenario':30} {'counts':>6} {'seed':>4}  {'verdict':22} {'law':34} {'x2 moving':>9} {'x2 all':>6} "
           f"{'agree':>5}  {'rise [95 %]':22} holdout")  # fmt: skip
     for name, scenario in {**SCENARIOS, **CLOSE}.items():
         if names and name not in names:
@@ -309,8 +368,7 @@ def main(seeds: Sequence[int] = (0, 1, 2), bootstrap: int = 30, names: Sequence[
                 law = fit["optimum"]["n"]
                 verdict = law["identified"] if law["ok"] else law["kind"]
                 text = f"L {law['L']:.2f} k {law['k']:.2f} C0 {law['log10_c0']:.2f} b {law['b']:.2f}" if law["ok"] else ""
-                moving = recovery(scenario, fit, where_moving=len(set(scenario.true_optimum(np.geomspace(
-                    scenario.compute_min, scenario.compute_max, 50)))) > 1)  # fmt: skip
+                moving = recovery(scenario, fit, where_moving=moves(scenario))
                 every = recovery(scenario, fit)
                 rise = law.get("rise") or {}
                 interval = rise.get("interval") or [np.nan, np.nan]
@@ -319,7 +377,7 @@ def main(seeds: Sequence[int] = (0, 1, 2), bootstrap: int = 30, names: Sequence[
                 held = f"x2 at {check['within_factor_2']:.0%}" if check.get("checkable") else "not checkable"
                 share = lambda v: "-" if v is None else f"{v:.0%}"  # noqa: E731
                 agree = "-" if law.get("agreement") is None else f"{law['agreement']:.0%}"
-                print(f"{name:26} {'yes' if counts else 'no':>6} {seed:>4}  {verdict:22} {text:34} {share(moving):>9} "
+                print(f"{name:30} {'yes' if counts else 'no':>6} {seed:>4}  {verdict:22} {text:34} {share(moving):>9} "
                       f"{share(every):>6} {agree:>5}  {rise_text:22} {held}")  # fmt: skip
 
 

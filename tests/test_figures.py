@@ -50,7 +50,7 @@ def study_fits(tmp_path: Path, files: dict[str, Path], study: Study) -> str:
     evals = pd.concat([pd.read_parquet(files[f"{r}/evals"]) for r in runs])
     counts = pd.concat([pd.read_parquet(files[f"{r}/val_counts"]) for r in runs])
     options = {"metric": "avg@4", "min_compute": 0, "anchor_r0": True, "points": "all", "record_bin": 0.01,
-               "frontier_points": 20, "bootstrap": 5, "extrapolate": True, "holdout_decades": 0.5}  # fmt: skip
+               "frontier_points": 20, "bootstrap": 5, "extrapolate": True, "holdout_decades": 0.5, "tolerance": 0.005}  # fmt: skip
     fits = fit_configured_study(evals, counts, {"avg@4": 0.4, "best@4": 0.7, "worst@4": 0.1}, study, options, 4,
                                 {"lr_rule": "sqrt", "lr_base": 1e-4, "lr_batch_ref": 128}, seed=0)  # fmt: skip
     path = tmp_path / f"{study.name}.json"

@@ -17,7 +17,8 @@ from isocompute.fits.forms import (
     reward_fit_from_json,
 )
 from isocompute.fits.frontier import Curve, distinct_computes, frontier
-from isocompute.fits.law import decade_weights, fit_law, judge_law
+from isocompute.fits.law import decade_weights, fit_law, fit_leaders, judge_law
+from isocompute.fits.leaders import ALL_LEAD, MATERIAL, ColumnLeaders
 
 COMPUTE = np.geomspace(1e3, 1e7, 13)
 
@@ -107,6 +108,16 @@ def test_distinct_computes_merge_checkpoints_a_little_apart() -> None:
     assert distinct_computes([512, 544, 1024, 1024, 2048, 0]).round().tolist() == [528.0, 1024.0, 2048.0]
 
 
+def test_dense_checkpoints_keep_their_range() -> None:
+    """One evaluation per step (0.01-0.045 decades apart) never chains into one point: each group is at most
+    0.05 decades wide, so two decades of steps stay some thirty points."""
+    steps = np.arange(1, 200)
+    points = distinct_computes(steps * 1e17)
+    assert points.min() < 2e17 and points.max() > 1.5e19
+    assert 25 <= len(points) <= 60
+    assert np.all(np.diff(np.log10(points)) > 0.01)
+
+
 def test_joint_frontier_reports_the_pair() -> None:
     curves = [_curve((32, 8), RewardFit(0.3, 0.5, 3.5, 1.5, 0, 9)), _curve((8, 128), RewardFit(0.3, 0.7, 5.5, 1.5, 0, 9))]
     envelope = frontier(curves, COMPUTE, ["b_problem", "n"])
@@ -142,10 +153,21 @@ def test_each_decade_of_compute_weighs_alike() -> None:
     assert weights[-1] == pytest.approx(weights[10])
 
 
-def _judge(values: list[int], chosen: list[list[int]]) -> object:
+def leaders_of(sets: list, status: list[str] | None = None) -> ColumnLeaders:
+    """Leader sets (a value or a list of values per point) as the fits find them, the first value the argmax."""
+    sets = [[v] if isinstance(v, int | np.integer) else list(v) for v in sets]
+    return ColumnLeaders(
+        np.array([s[0] for s in sets]), [sorted(s) for s in sets], np.array([min(s) for s in sets], dtype=float),
+        np.array([max(s) for s in sets], dtype=float), status or [MATERIAL] * len(sets), [None] * len(sets),
+    )  # fmt: skip
+
+
+def _judge(values: list, chosen: list[list]) -> object:
     compute = np.geomspace(1e3, 1e6, len(values))
-    replicas = [fit_law(compute, np.array(row, dtype=float)) for row in chosen]
-    return judge_law(compute, np.array(values), np.array(chosen, dtype=float), replicas, "n", fit_law(compute, np.array(values)))
+    point = leaders_of(values)
+    replicas = [leaders_of(row) for row in chosen]
+    laws = [fit_leaders(compute, replica) for replica in replicas]
+    return judge_law(compute, point, replicas, laws, "n", fit_leaders(compute, point))
 
 
 def test_the_verdict_comes_from_the_replicas() -> None:
@@ -171,8 +193,48 @@ def test_the_verdict_comes_from_the_replicas() -> None:
     assert endless.identified == "plateau_not_reached" and endless.slope_at_top["value"] > 1.5
     falling = _judge([256, 256, 128, 64, 32, 16, 16, 16], [[256, 256, 128, 64, 32, 16, 16, 16]] * 10)
     assert isinstance(falling.law, OptimumFit) and falling.law.direction == "falling" and falling.identified
-    unjudged = judge_law(np.geomspace(1e3, 1e6, 8), np.array(rising), None, [], "n", fit_law(np.geomspace(1e3, 1e6, 8), np.array(rising)))
+    compute = np.geomspace(1e3, 1e6, 8)
+    unjudged = judge_law(compute, leaders_of(rising), None, [], "n", fit_leaders(compute, leaders_of(rising)))
     assert unjudged.law.kind == "not_judged"
+
+
+def test_a_reversal_needs_leader_sets_apart_against_the_direction() -> None:
+    """32 -> 16 between two points whose leaders overlap ({16, 32} then {16}) is no reversal, however many
+    replicas agree on the argmax; disjoint sets ({32} then {16}) in every replica are."""
+    overlapping = [8, 8, (32, 16), (32, 16), 16, 16, 64, 64]
+    judged = _judge(overlapping, [overlapping] * 10)
+    assert getattr(judged.law, "kind", None) != "not_monotone" and judged.reversal is None
+    apart = [8, 8, 32, 32, 16, 16, 64, 64]
+    assert _judge(apart, [apart] * 10).law.kind == "not_monotone"
+
+
+def test_points_where_every_value_leads_are_no_evidence() -> None:
+    """A point where every n leads enters neither the law nor the verdict: with only those, no law; with
+    material points beside them, the law is fitted to the material ones alone."""
+    compute = np.geomspace(1e3, 1e6, 8)
+    every = leaders_of([(8, 16, 32)] * 8, [ALL_LEAD] * 8)
+    none = judge_law(compute, every, [every] * 10, [fit_leaders(compute, every)] * 10, "n", fit_leaders(compute, every))
+    assert none.law.kind == "no_evidence" and none.points_used == 0 and "every n measured" in none.law.reason
+    sets = [(32, 8, 16), (32, 8, 16), 8, 8, 16, 16, 32, 32, 32]
+    status = [ALL_LEAD, ALL_LEAD] + [MATERIAL] * 7
+    compute = np.geomspace(1e3, 1e6, len(sets))
+    point = leaders_of(sets, status)
+    law = fit_leaders(compute, point)
+    assert isinstance(law, OptimumFit) and law.num_points == 7
+    judged = judge_law(compute, point, [point] * 10, [law] * 10, "n", law)
+    assert isinstance(judged.law, OptimumFit), judged.law
+    assert judged.evidence["material"] == 7 and judged.evidence["every_value_leads"] == 2
+
+
+def test_the_law_passes_through_leader_sets() -> None:
+    """Where two adjacent n lead, the law may pass between them: it is charged nothing inside the set."""
+    compute = np.geomspace(1e3, 1e6, 10)
+    sets = [4, 4, (4, 8), (8, 16), 16, (16, 32), 32, (32, 64), 64, 64]
+    law = fit_leaders(compute, leaders_of(sets))
+    assert isinstance(law, OptimumFit) and law.rmse < 0.2
+    predicted = np.log2(law(compute))
+    lows, highs = np.log2([min(np.atleast_1d(s)) for s in sets]), np.log2([max(np.atleast_1d(s)) for s in sets])
+    assert np.all((predicted >= lows - 0.5) & (predicted <= highs + 0.5))
 
 
 def test_unsaturated_curves_are_flagged_but_kept() -> None:

@@ -47,7 +47,7 @@ from isocompute.fits.bootstrap import resample_evals
 from isocompute.fits.curves import FitOptions
 from isocompute.fits.fits_json import fit_study
 from isocompute.fits.forms import RewardFit, reward_fit_from_json
-from isocompute.fits.law import RESOLVED_SHARE
+from isocompute.fits.leaders import RESOLVED_SHARE
 
 # The metric's largest value (avg@k, best@k and worst@k are shares): the only bound on an unsaturated curve.
 REWARD_MAX = 1.0
@@ -255,14 +255,8 @@ def fit_round(
     """The fit a workflow round decides on: the headline metric (`fits.metric`) of a fixed-B_problem
     study's evaluations so far, in rollouts, with `fits.bootstrap` replicas of its per-problem counts and
     the study's own fit options (`fits:`), so a round sees what the study's final fit would see."""
-    options = FitOptions(
-        metric=fits["metric"],
-        compute="compute_rollouts",
-        by=("n",),
-        base_reward=float(base[fits["metric"]]) if fits["anchor_r0"] else None,
-        points=fits["points"],
-        record_bin=fits["record_bin"],
-        extrapolate=fits["extrapolate"],
+    options = FitOptions.from_config(
+        fits, fits["metric"], "compute_rollouts", ("n",), float(base[fits["metric"]]) if fits["anchor_r0"] else None
     )
     kept = evals[evals["compute_rollouts"] >= fits["min_compute"]]
     kept_counts = counts[counts["compute_rollouts"] >= fits["min_compute"]]

@@ -107,7 +107,10 @@ _FIGURES = [
             "Validation reward against sampling compute C for each n at a fixed B_problem (paper Figure 5): dots "
             "are checkpoints, thin lines per-n monotonic sigmoid fits, the thick line their upper envelope (the "
             "compute-optimal frontier) coloured by the n attaining it, the grey band its bootstrap 95 % interval, "
-            "the dashed line the base model."
+            "the dashed line the base model. Black marks at the compute points where n* is read: filled where one n "
+            "leads, hollow (labelled) where several n are within a material margin (fits.tolerance, or what the "
+            "data resolve) of the best, a cross where every n measured leads or a single n was measured (no "
+            "evidence of n*)."
         ),
         on_other_sets=True,
     ),
@@ -118,8 +121,10 @@ _FIGURES = [
         inputs=("fits",),
         draw="isocompute.figures.scaling.render",
         caption=(
-            "Compute-optimal n* along the frontier against C, log-log (paper Figure 6), with the fit log2 n* = L "
-            "/ (1 + exp(-k (log10 C - log10 C0))) + b."
+            "Compute-optimal n* along the frontier against C, log-log (paper Figure 6): at each compute point the "
+            "n that lead (within a material margin of the best; a bar spans them), solid where some n is behind "
+            "(the law's data), grey where every n leads or one n was measured (no evidence); with the fit log2 n* "
+            "= L / (1 + exp(-k (log10 C - log10 C0))) + b through the leaders."
         ),
         on_other_sets=True,
     ),
@@ -142,7 +147,8 @@ _FIGURES = [
         draw="isocompute.figures.scaling.render",
         caption=(
             "At a fixed total batch B = B_problem * n: the compute-optimal n*(M) (a sigmoid) and B_problem*(M) "
-            "(an inverse sigmoid) against optimizer steps M (paper Figure 8)."
+            "(an inverse sigmoid) against optimizer steps M (paper Figure 8); each point draws its leaders (a bar "
+            "over the values within a material margin of the best), grey where it is no evidence."
         ),
     ),
     Figure(

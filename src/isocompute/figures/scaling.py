@@ -190,6 +190,7 @@ def frontier_panel(ax: plt.Axes, fit: Mapping[str, Any], base_reward: float | No
                 ax.annotate(f"({key[0]}, {key[1]})", (middle["compute"], middle["reward"]), textcoords="offset points",
                             xytext=(0, 8), ha="center", fontsize="x-small")  # fmt: skip
         ax.plot([], [], color="grey", lw=4, label="frontier inside measured ranges (coloured by its curve)")
+        _leader_marks(ax, fit, by[-1])
         if envelope["extrapolated"].any():
             ax.plot([], [], color="grey", lw=4, ls="--", label="frontier extrapolated beyond a curve's range")
     if base_reward is not None:
@@ -197,6 +198,30 @@ def frontier_panel(ax: plt.Axes, fit: Mapping[str, Any], base_reward: float | No
     log_compute_axis(ax)
     ax.set_xlabel(AXIS_LABELS[compute])
     ax.set_ylabel(f"{what} {metric}")
+
+
+def _leader_marks(ax: plt.Axes, fit: Mapping[str, Any], column: str) -> None:
+    """On the frontier, at each compute point where x* is read: a filled dot where one value leads, a hollow
+    one where several lead (labelled with them), a cross where the point is no evidence."""
+    rows = fit["optimum_points"]
+    if not rows or "leaders" not in rows[0]:
+        return
+    drawn = set()
+    labelled = len(rows) <= 40  # a dense table (one evaluation per step) would bury the frontier in labels
+    for row in rows:
+        lead = _column_of(row, "leaders", column) or [row[column]]
+        status = _column_of(row, "status", column)
+        if status != "material":
+            kind, style = "no evidence (every value leads, or one curve measured)", {"marker": "x", "color": "black"}
+        elif len(lead) > 1:
+            kind, style = "several values lead" + (" (labelled)" if labelled else ""), {"facecolors": "none", "edgecolors": "black"}
+            if labelled:
+                ax.annotate("|".join(map(str, lead)), (row["compute"], row["reward"]), textcoords="offset points",
+                            xytext=(0, -10), ha="center", fontsize=5)  # fmt: skip
+        else:
+            kind, style = "one value leads", {"color": "black"}
+        ax.scatter([row["compute"]], [row["reward"]], s=12, zorder=5, label=None if kind in drawn else kind, **style)
+        drawn.add(kind)
 
 
 def law_label(entry: Mapping[str, Any], column: str) -> str:
@@ -213,22 +238,29 @@ def law_label(entry: Mapping[str, Any], column: str) -> str:
 
 
 def optimum_panel(ax: plt.Axes, fit: Mapping[str, Any], column: str) -> None:
-    """One optimum (n* or B_problem*) at the measured compute points, log-log, with its law where identified.
+    """One optimum (n* or B_problem*) at the measured compute points, log-log, with its law where reported.
 
-    Ties (compute points whose leaders the bootstrap replicas cannot tell apart, `isocompute.fits.ties`) are hollow:
-    they enter the law like every point, and the hollow marker says the law passes between their leaders.
+    Each point draws its leaders (`isocompute.fits.leaders`): a vertical bar from the smallest to the largest
+    value within a material margin of the best, a dot at each. Material points (some measured value is
+    behind) are the law's data and are solid; a point where every measured value leads, or where a single
+    curve was measured, is no evidence and is drawn hollow and grey, beside the frontier's argmax there.
     """
     points = pd.DataFrame(fit["optimum_points"])
     values = sorted({int(c["key"][column]) for c in fit["curves"]})
     entry = fit["optimum"][column]
     if len(points):
-        flags = points["resolved"] if "resolved" in points else pd.Series(None, index=points.index)
-        resolved = flags.map(lambda r: bool(r[column]) if isinstance(r, Mapping) else True)
-        ax.scatter(points.loc[resolved, "compute"], points.loc[resolved, column], color="tab:blue", s=18,
-                   label=f"{AXIS_LABELS[column]} at a measured compute point")  # fmt: skip
-        if (~resolved).any():
-            ax.scatter(points.loc[~resolved, "compute"], points.loc[~resolved, column], facecolors="none",
-                       edgecolors="tab:blue", s=18, label="a tie: the leaders cannot be told apart")  # fmt: skip
+        leaders = [_column_of(row, "leaders", column) or [int(row[column])] for row in fit["optimum_points"]]
+        status = [_column_of(row, "status", column) or "material" for row in fit["optimum_points"]]
+        material = np.array([s == "material" for s in status])
+        for compute, lead, is_material in zip(points["compute"], leaders, material):
+            colour = "tab:blue" if is_material else "grey"
+            if len(lead) > 1:
+                ax.vlines(compute, min(lead), max(lead), color=colour, lw=1.0, alpha=0.6)
+            ax.scatter([compute] * len(lead), lead, s=14, facecolors=colour if is_material else "none", edgecolors=colour)
+        ax.scatter([], [], s=14, color="tab:blue", label=f"leaders of {AXIS_LABELS[column]} (within a material margin of the best)")
+        if (~material).any():
+            ax.scatter(points.loc[~material, "compute"], points.loc[~material, column], marker="x", color="grey", s=16,
+                       label="no evidence: every value leads, or one curve measured (argmax shown)")  # fmt: skip
         model = optimum_fit_from_json(entry)
         if not isinstance(model, FitFailure):
             grid = np.geomspace(points["compute"].min(), points["compute"].max(), 200)
@@ -245,6 +277,12 @@ def optimum_panel(ax: plt.Axes, fit: Mapping[str, Any], column: str) -> None:
     if entry.get("ok") and entry.get("direction") == "falling" and column == "n":
         ax.set_title("n* falls with compute", fontsize="small", color="tab:red")
     ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
+
+
+def _column_of(row: Mapping[str, Any], field: str, column: str) -> Any:
+    """A per-column field of an optimum point (fits JSON written before a field existed lack it)."""
+    value = row.get(field)
+    return value.get(column) if isinstance(value, Mapping) else None
 
 
 def plot_optimum(fits: Sequence[Mapping[str, Any]], columns: Sequence[str], title: str, style: FigureStyle, paths: Sequence[str]) -> None:

@@ -1,5 +1,5 @@
-"""The fits: per-curve sigmoids, the frontier, the law of n*(C) from the whole estimator, the bootstrap, the
-held-out check, the fits JSON and the recommendation.
+"""The fits: per-curve sigmoids, the frontier, the leaders at each compute point, the law of n*(C) through
+them from the whole estimator, the bootstrap, the held-out check, the fits JSON and the recommendation.
 
 Public names load from their modules on first use (`isocompute.exports`).
 """
@@ -44,10 +44,17 @@ EXPORTS = {
     "holdout_check": "holdout",
     "LAW_MIN_POINTS": "law",
     "LawVerdict": "law",
-    "RESOLVED_SHARE": "law",
     "decade_weights": "law",
     "fit_law": "law",
+    "fit_leaders": "law",
     "judge_law": "law",
+    "ColumnLeaders": "leaders",
+    "CurveRewards": "leaders",
+    "DEFAULT_TOLERANCE": "leaders",
+    "RESOLVED_SHARE": "leaders",
+    "column_leaders": "leaders",
+    "leading": "leaders",
+    "replica_leading": "leaders",
     "NoRecommendation": "recommend",
     "describe_recommendation": "recommend",
     "power_of_two": "recommend",
@@ -58,7 +65,5 @@ EXPORTS = {
     "TableFit": "table_fit",
     "fit_table": "table_fit",
     "read_columns": "table_fit",
-    "Ties": "ties",
-    "bootstrap_ties": "ties",
 }
 __getattr__, __dir__ = lazy_exports(__name__, EXPORTS)

@@ -1,22 +1,24 @@
-"""One study's fitted objects for one metric and compute measure: curves, frontier, optimum and its law.
+"""One study's fitted objects for one metric and compute measure: curves, frontier, the optimum and the
+curves' rewards where it is read.
 
 `fit_curves` is the unit every consumer refits: the point estimate, each bootstrap replica (started from
-the point estimate) and the truncated data of the held-out check. `isocompute.fits.fits_json` turns the
-results into the JSON that figures and the recommendation read.
+the point estimate) and the truncated data of the held-out check. The leaders and the law of x*(C) are
+found from its rewards (`isocompute.fits.leaders`, `isocompute.fits.law`); `isocompute.fits.fits_json`
+turns the results into the JSON that figures and the recommendation read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from isocompute.fits.forms import FitFailure, OptimumFit, RewardFit, fit_reward, record_breaking
-from isocompute.fits.frontier import Curve, frontier
-from isocompute.fits.law import fit_law
+from isocompute.fits.forms import Key, RewardFit, fit_reward, record_breaking
+from isocompute.fits.frontier import Curve, frontier, reward_matrix
+from isocompute.fits.leaders import DEFAULT_TOLERANCE, CurveRewards
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,24 @@ class FitOptions:
     points: str = "all"
     record_bin: float = 0.01
     extrapolate: bool = False
+    tolerance: float = DEFAULT_TOLERANCE
+
+    @classmethod
+    def from_config(
+        cls, fits: Mapping[str, Any], metric: str, compute: str, by: Sequence[str], base_reward: float | None = None
+    ) -> FitOptions:
+        """The options of the config's `fits:` block for one metric and compute measure (a `fits:` block
+        written before `tolerance` existed gets the default)."""
+        return cls(
+            metric=metric,
+            compute=compute,
+            by=tuple(by),
+            base_reward=base_reward,
+            points=fits["points"],
+            record_bin=fits["record_bin"],
+            extrapolate=fits["extrapolate"],
+            tolerance=fits.get("tolerance", DEFAULT_TOLERANCE),
+        )
 
 
 @dataclass(frozen=True)
@@ -37,14 +57,33 @@ class StudyFit:
     """Everything fitted for one study and metric, kept as objects until written as JSON.
 
     `envelope` is the frontier on the dense drawing grid; `optimum` the frontier at the distinct measured
-    compute values, the data of the `laws` of x*(C), each fitted to x* at every one of those points with no
-    test of what they identify (the bootstrap judges that, `isocompute.fits.law`).
+    compute values that have one, and `rewards` every curve's reward there (curves x points, NaN where a
+    curve is no candidate), from which the leaders and the law of x*(C) are found.
     """
 
     curves: list[Curve]
     envelope: pd.DataFrame
     optimum: pd.DataFrame
-    laws: dict[str, OptimumFit | FitFailure]
+    rewards: np.ndarray
+
+    @property
+    def keys(self) -> list[Key]:
+        return [curve.key for curve in self.curves]
+
+    def curve_rewards(self, noise: np.ndarray | None = None) -> CurveRewards:
+        """The rewards at the optimum's points with each curve's anchor (its fitted R0, or its first measured
+        point) and the noise of one measured point (`noise`, else the scatter about its fit)."""
+        anchors, scatter = [], []
+        for curve in self.curves:
+            order = np.argsort(curve.compute)
+            if isinstance(curve.fit, RewardFit):
+                anchors.append(curve.fit.r0)
+                scatter.append(curve.fit.rmse)
+            else:
+                anchors.append(float(curve.reward[order][0]))
+                steps = np.diff(curve.reward[order])
+                scatter.append(float(np.std(steps) / np.sqrt(2)) if len(steps) > 1 else 0.0)
+        return CurveRewards(self.keys, self.rewards, np.array(anchors), np.array(scatter) if noise is None else noise)
 
 
 def curve_points(evals: pd.DataFrame, metric: str, compute: str, by: Sequence[str]) -> pd.DataFrame:
@@ -60,7 +99,7 @@ def fit_curves(
     at: np.ndarray,
     start: StudyFit | None = None,
 ) -> StudyFit:
-    """Per-curve fits, the frontier on `grid` and at `at`, and the law of every `by` column."""
+    """Per-curve fits, the frontier on `grid` and at `at`, and the curves' rewards where that has a frontier."""
     by = list(options.by)
     previous = {curve.key: curve.fit for curve in start.curves} if start else {}
     curves = []
@@ -73,10 +112,8 @@ def fit_curves(
         curves.append(Curve(key, c, r, fit))
     envelope = frontier(curves, grid, by, options.extrapolate)
     optimum = frontier(curves, at, by)
-    laws: dict[str, OptimumFit | FitFailure] = {}
-    for column in by:
-        laws[column] = fit_law(optimum["compute"].to_numpy(), optimum[column].to_numpy(dtype=float))
-    return StudyFit(curves, envelope, optimum, laws)
+    rewards, _ = reward_matrix(curves, optimum["compute"].to_numpy(dtype=float))
+    return StudyFit(curves, envelope, optimum, rewards)
 
 
 def json_records(table: pd.DataFrame) -> list[dict[str, Any]]:

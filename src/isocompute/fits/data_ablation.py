@@ -66,14 +66,7 @@ def fit_train_metrics(evals: pd.DataFrame, study: Study, fits: Mapping[str, Any]
     reads the frontier's n* at a compute point, `optimum_at`)."""
     result: dict[str, Any] = {"study": study.name, "window": window, "fits": {}}
     for metric in TRAIN_METRICS:
-        options = FitOptions(
-            metric=metric,
-            compute="compute_rollouts",
-            by=tuple(study.by),
-            points=fits["points"],
-            record_bin=fits["record_bin"],
-            extrapolate=fits["extrapolate"],
-        )
+        options = FitOptions.from_config(fits, metric, "compute_rollouts", study.by)
         table = evals[evals["compute_rollouts"] >= fits["min_compute"]].dropna(subset=[metric])
         result["fits"][metric] = fit_study(table, options, frontier_points=fits["frontier_points"])
     return result

@@ -1,9 +1,10 @@
 """All fits of one study as JSON: `results/fits/<set>/<study>/fits.json`, and what `isocompute fit` writes.
 
 For one metric and compute measure (`fit_study`): a sigmoid per curve, the frontier inside the measured
-ranges, the optimum x* at every distinct measured compute value, the law of x*(C) where those points hold
-one (judged from the bootstrap of the whole estimator, `isocompute.fits.law`), intervals with the share of
-replicas choosing each x*, and the held-out check of whether the law predicts. `fit_configured_study` does
+ranges, the optimum x* and its leaders at every distinct measured compute value (`isocompute.fits.leaders`),
+the law of x*(C) through the leaders where the material points hold one (judged from the bootstrap of the
+whole estimator, `isocompute.fits.law`), intervals with the share of replicas choosing each x*, and the
+held-out check of whether the law predicts. `fit_configured_study` does
 this for avg@k, best@k and worst@k of a configured study. Figures and the recommendation read only this JSON.
 """
 
@@ -20,10 +21,10 @@ import pandas as pd
 from isocompute.fits.bootstrap import Replica, resample_evals, residual_replicas
 from isocompute.fits.curves import FitOptions, StudyFit, curve_points, fit_curves, json_records
 from isocompute.fits.forms import FitFailure, OptimumFit, RewardFit, fit_to_json, levels, parameter_intervals
-from isocompute.fits.frontier import Curve, distinct_computes
+from isocompute.fits.frontier import SAME_COMPUTE_DECADES, Curve, distinct_computes
 from isocompute.fits.holdout import holdout_check
-from isocompute.fits.law import LawVerdict, judge_law
-from isocompute.fits.ties import Ties, bootstrap_ties
+from isocompute.fits.law import LawVerdict, fit_leaders, judge_law
+from isocompute.fits.leaders import ColumnLeaders, column_leaders, leading, replica_leading
 from isocompute.sampling.metrics import metric_names
 from isocompute.study.studies import Study
 
@@ -57,27 +58,35 @@ def fit_study(
     kind = "problems" if replicas else ("residuals" if resamples else None)
     if not replicas and resamples:
         replicas = residual_replicas(table, point.curves, by, options.compute, options.metric, resamples, seed)
+    tables = [curve_points(r.evals, options.metric, options.compute, by) for r in replicas]
     fitted = [
         fit_curves(
-            curve_points(r.evals, options.metric, options.compute, by),
+            replica_table,
             replace(options, base_reward=r.base[options.metric]) if r.base and options.base_reward is not None else options,
             grid,
             at,
             start=point,
         )
-        for r in replicas
+        for r, replica_table in zip(replicas, tables)
     ]
     computes = point.optimum["compute"].to_numpy()
+    aligned = [_aligned(point, r) for r in fitted]
+    lead = leading(point.curve_rewards(_noise(table, tables, by, options)), options.tolerance, aligned)
+    leaders = {column: column_leaders(point.keys, point.rewards, lead, i, column) for i, column in enumerate(by)}
+    theirs = {
+        column: [column_leaders(point.keys, r, replica_leading(r, options.tolerance), i, column) for r in aligned]
+        for i, column in enumerate(by)
+    }
     chosen = {column: np.vstack([_at(r.optimum, column, computes) for r in fitted]) for column in by} if fitted else {}
-    ties = {column: bootstrap_ties(point.optimum[column].to_numpy(), chosen[column], column) for column in chosen}
+    laws = {column: fit_leaders(computes, leaders[column]) for column in by}
     verdicts = {
         column: judge_law(
             computes,
-            point.optimum[column].to_numpy(),
-            chosen.get(column),
-            [r.laws[column] for r in fitted],
+            leaders[column],
+            theirs[column] if fitted else None,
+            [fit_leaders(computes, replica) for replica in theirs[column]],
             column,
-            point.laws[column],
+            laws[column],
         )
         for column in by
     }
@@ -89,6 +98,8 @@ def fit_study(
         "min_compute": min_compute,
         "base_reward": options.base_reward,
         "extrapolate": options.extrapolate,
+        "tolerance": options.tolerance,
+        "compute_points": _compute_points(measured, computes),
         "bootstrap": {
             "resamples": len(fitted),
             "kind": kind,
@@ -98,8 +109,8 @@ def fit_study(
         "measured": table.to_dict(orient="records"),
         "curves": [_curve_json(curve, [r.curves[i].fit for r in fitted], by) for i, curve in enumerate(point.curves)],
         "frontier": json_records(point.envelope),
-        "optimum_points": _optimum_points(point, chosen, ties),
-        "optimum": {column: _law_json(point, verdicts[column], column) for column in by},
+        "optimum_points": _optimum_points(point, chosen, leaders),
+        "optimum": {column: _law_json(point, verdicts[column], laws[column], column) for column in by},
         "optimum_at_max_compute": (
             {**{column: int(point.optimum[column].iloc[-1]) for column in by}, "compute": float(point.optimum["compute"].iloc[-1])}
             if len(point.optimum)
@@ -112,6 +123,39 @@ def fit_study(
         for row, low, high in zip(result["frontier"], *np.nanpercentile(bands, [2.5, 97.5], axis=0)):
             row["reward_low"], row["reward_high"] = float(low), float(high)
     return result
+
+
+def _aligned(point: StudyFit, replica: StudyFit) -> np.ndarray:
+    """A replica's rewards in the point estimate's curve order (NaN rows for a curve it lacks)."""
+    rows = dict(zip(replica.keys, replica.rewards))
+    missing = np.full(point.rewards.shape[1], np.nan)
+    return np.vstack([rows.get(key, missing) for key in point.keys]) if point.keys else point.rewards
+
+
+def _noise(table: pd.DataFrame, replicas: Sequence[pd.DataFrame], by: Sequence[str], options: FitOptions) -> np.ndarray | None:
+    """Per curve (in key order), the noise of one measured point: the median over its points of their spread
+    across the replicas (problems, seeds, or residuals redrawn), or None without replicas."""
+    if not replicas:
+        return None
+    keys = [*by, "step"]
+    stacked = pd.concat([r.set_index(keys)[options.metric] for r in replicas], axis=1)
+    spread = stacked.std(axis=1, ddof=1).groupby(level=list(range(len(by)))).median()
+    wanted = table.groupby(list(by)).size().index
+    return spread.reindex(wanted).fillna(0.0).to_numpy(dtype=float)
+
+
+def _compute_points(measured: pd.Series, computes: np.ndarray) -> dict[str, Any]:
+    """How the measured compute values became the points where x* is read, and why there are fewer where so."""
+    values = measured[measured > 0].to_numpy(dtype=float)
+    entry: dict[str, Any] = {"measured_values": int(len(np.unique(values))), "points": int(len(computes)),
+                             "group_decades": SAME_COMPUTE_DECADES}  # fmt: skip
+    decades = int(np.ptp(np.floor(np.log10(values)))) + 1 if len(values) else 0
+    if len(computes) < decades:
+        entry["note"] = (
+            f"{len(computes)} compute points with a frontier for {decades} decades of measured compute: the other "
+            f"values have no curve measured there"
+        )
+    return entry
 
 
 def _seeds_resampled(evals: pd.DataFrame, by: Sequence[str]) -> bool:
@@ -139,12 +183,11 @@ def _curve_json(curve: Curve, replicas: Sequence[RewardFit | FitFailure], by: Se
     return entry
 
 
-def _law_json(point: StudyFit, verdict: LawVerdict, column: str) -> dict[str, Any]:
+def _law_json(point: StudyFit, verdict: LawVerdict, central: OptimumFit | FitFailure, column: str) -> dict[str, Any]:
     """The law with its verdict (what it identifies, its agreement, rise and reversal), the levels the
     frontier's x* passes through, and the replicas' parameters and intervals."""
     values = point.optimum[column].to_numpy()
     entry = {**verdict.to_json(), **fit_to_json(verdict.law), "levels": levels(values.tolist())}
-    central = point.laws[column]
     if isinstance(verdict.law, FitFailure) and isinstance(central, OptimumFit):
         entry["central"] = asdict(central)
     entry.update(parameter_intervals(central, verdict.replicas))
@@ -153,15 +196,16 @@ def _law_json(point: StudyFit, verdict: LawVerdict, column: str) -> dict[str, An
     return entry
 
 
-def _optimum_points(point: StudyFit, chosen: Mapping[str, np.ndarray], ties: Mapping[str, Ties]) -> list[dict[str, Any]]:
-    """The optimum at each distinct measured compute: with a bootstrap, whether it is a tie (with its leaders
-    and why) or resolved, and the share of replicas choosing each value. Information for the reader: every
-    point enters the law."""
+def _optimum_points(point: StudyFit, chosen: Mapping[str, np.ndarray], leaders: Mapping[str, ColumnLeaders]) -> list[dict[str, Any]]:
+    """The optimum at each distinct measured compute: its leaders (every value within a material margin of the
+    best), whether the point is evidence (`status`: material, every value leads, or a single curve measured;
+    `resolved` where its leaders are a single value) and why not, and the share of replicas choosing each value."""
     rows = json_records(point.optimum.drop(columns=["extrapolated"]))
     for index, row in enumerate(rows):
-        row["resolved"] = {column: bool(tie.resolved[index]) for column, tie in ties.items()} or None
-        row["leaders"] = {column: tie.leaders[index] for column, tie in ties.items()} or None
-        row["tie_reason"] = {column: tie.reasons[index] for column, tie in ties.items()} or None
+        row["leaders"] = {column: lead.leaders[index] for column, lead in leaders.items()}
+        row["status"] = {column: lead.status[index] for column, lead in leaders.items()}
+        row["resolved"] = {column: bool(len(lead.leaders[index]) == 1 and lead.material[index]) for column, lead in leaders.items()}
+        row["tie_reason"] = {column: lead.reasons[index] for column, lead in leaders.items()}
         if chosen:
             row["shares"] = {}
             for column, matrix in chosen.items():
@@ -205,15 +249,7 @@ def fit_configured_study(
         fits[metric] = {
             compute: fit_study(
                 evals,
-                FitOptions(
-                    metric=metric,
-                    compute=compute,
-                    by=tuple(study.by),
-                    base_reward=float(base[metric]) if options["anchor_r0"] else None,
-                    points=options["points"],
-                    record_bin=options["record_bin"],
-                    extrapolate=options["extrapolate"],
-                ),
+                FitOptions.from_config(options, metric, compute, study.by, float(base[metric]) if options["anchor_r0"] else None),
                 min_compute=options["min_compute"],
                 frontier_points=options["frontier_points"],
                 replicas=replicas,

@@ -7,8 +7,8 @@ their ranges too and the frontier marks each such value. A curve whose sigmoid c
 competes inside its range with its measured points (interpolated in log C), marked as not fitted, so a
 failed fit never silently removes a curve from the frontier.
 
-The optimum x* is read at the distinct measured compute values (`distinct_computes`), the data of the law
-of x*(C); a dense log grid serves only the drawing.
+The optimum x* is read at the distinct measured compute values (`distinct_computes`), where the leaders
+are found (`isocompute.fits.leaders`), the data of the law of x*(C); a dense log grid serves only the drawing.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ import pandas as pd
 
 from isocompute.fits.forms import FitFailure, Key, RewardFit
 
-# Compute values closer than this (in decades) are one compute point: runs of different B reach the
-# same log-spaced target with steps of different size, so their checkpoints land a little apart.
+# Compute values less than this (in decades) above the first of their group are one compute point: runs of
+# different B reach the same log-spaced target with steps of different size, so their checkpoints land a
+# little apart. The width is bounded, never chained, so a table with every step evaluated keeps its range.
 SAME_COMPUTE_DECADES = 0.05
 
 
@@ -55,16 +56,26 @@ class Curve:
 
 
 def distinct_computes(values: Iterable[float], tolerance: float = SAME_COMPUTE_DECADES) -> np.ndarray:
-    """The distinct compute values: sorted values closer than `tolerance` decades to their neighbour form one
-    group (its geometric mean), so checkpoints of runs with different B near one target are one point."""
+    """The distinct compute values: sorted, a group holds the values less than `tolerance` decades above its
+    first (its geometric mean stands for it), so checkpoints of runs with different B near one target are
+    one point, and checkpoints 0.01-0.05 decades apart (one evaluation per step) never chain into one."""
     logs = np.sort(np.log10([v for v in values if v > 0]))
     groups: list[list[float]] = []
     for value in logs:
-        if groups and value - groups[-1][-1] < tolerance:
+        if groups and value - groups[-1][0] < tolerance:
             groups[-1].append(value)
         else:
             groups.append([value])
     return np.array([10 ** np.mean(group) for group in groups])
+
+
+def reward_matrix(curves: Sequence[Curve], compute: np.ndarray, extrapolate: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Every curve's reward at `compute` (curves x points, NaN where it is no candidate), and where that is
+    extrapolated."""
+    pairs = [curve.values(np.asarray(compute, dtype=float), extrapolate) for curve in curves]
+    if not pairs:
+        return np.empty((0, len(compute))), np.empty((0, len(compute)), dtype=bool)
+    return np.vstack([reward for reward, _ in pairs]), np.vstack([flag for _, flag in pairs])
 
 
 def frontier(curves: Sequence[Curve], compute: np.ndarray, by: Sequence[str], extrapolate: bool = False) -> pd.DataFrame:
@@ -78,9 +89,7 @@ def frontier(curves: Sequence[Curve], compute: np.ndarray, by: Sequence[str], ex
     if not curves or not len(compute):
         return pd.DataFrame(columns=columns)
     ordered = sorted(curves, key=lambda curve: curve.key)
-    pairs = [curve.values(compute, extrapolate) for curve in ordered]
-    rewards = np.vstack([reward for reward, _ in pairs])
-    outside = np.vstack([flag for _, flag in pairs])
+    rewards, outside = reward_matrix(ordered, compute, extrapolate)
     has = ~np.isnan(rewards).all(axis=0)
     best = np.argmax(np.where(np.isnan(rewards), -np.inf, rewards), axis=0)
     columns_at = np.arange(len(compute))

@@ -19,7 +19,8 @@ import pandas as pd
 from isocompute.fits.curves import FitOptions, StudyFit, fit_curves, json_records
 from isocompute.fits.forms import FitFailure, OptimumFit, fit_to_json, optimum_name
 from isocompute.fits.frontier import distinct_computes
-from isocompute.fits.law import LAW_MIN_POINTS
+from isocompute.fits.law import LAW_MIN_POINTS, fit_leaders
+from isocompute.fits.leaders import column_leaders, leading
 
 
 def holdout_check(table: pd.DataFrame, options: FitOptions, full: StudyFit, decades: float) -> dict[str, Any]:
@@ -44,7 +45,7 @@ def holdout_check(table: pd.DataFrame, options: FitOptions, full: StudyFit, deca
         {"mean_abs": float(errors.mean()), "max_abs": float(errors.max()), "points": len(errors)} if len(errors) else None
     )
     result["optimum"] = {}
-    laws = {column: _truncated_law(truncated, column) for column in options.by}
+    laws = {column: _truncated_law(truncated, options, column) for column in options.by}
     result["laws"] = {column: fit_to_json(law) for column, law in laws.items()}
     for column in options.by:
         points[f"{column}_full"] = held[column].to_numpy()
@@ -66,11 +67,15 @@ def holdout_check(table: pd.DataFrame, options: FitOptions, full: StudyFit, deca
     return result
 
 
-def _truncated_law(truncated: StudyFit, column: str) -> OptimumFit | FitFailure:
-    """The truncated data's law of x*, or why they hold none to check."""
-    values = truncated.optimum[column].to_numpy()
-    if len(values) < LAW_MIN_POINTS:
-        return FitFailure("too_few_points", f"{len(values)} compute points below the cutoff, need {LAW_MIN_POINTS}")
-    if len(set(values.tolist())) == 1:
-        return FitFailure("constant", f"{optimum_name(column)} constant at {int(values[0])} below the cutoff")
-    return truncated.laws[column]
+def _truncated_law(truncated: StudyFit, options: FitOptions, column: str) -> OptimumFit | FitFailure:
+    """The truncated data's law of x* through their leaders, or why they hold none to check."""
+    lead = leading(truncated.curve_rewards(), options.tolerance)
+    leaders = column_leaders(truncated.keys, truncated.rewards, lead, list(options.by).index(column), column)
+    material = leaders.material
+    if material.sum() < LAW_MIN_POINTS:
+        return FitFailure(
+            "too_few_points", f"{int(material.sum())} material compute points below the cutoff, need {LAW_MIN_POINTS}"
+        )
+    if set(leaders.leaders[int(np.flatnonzero(material)[0])]).intersection(*(set(leaders.leaders[i]) for i in np.flatnonzero(material))):
+        return FitFailure("constant", f"one {optimum_name(column)} leads at every material point below the cutoff")
+    return fit_leaders(truncated.optimum["compute"].to_numpy(), leaders)

@@ -1,35 +1,35 @@
-"""The law of x*(C) (x* = n* or B_problem*) from the whole estimator, and what its data identify.
+"""The law of x*(C) (x* = n* or B_problem*) through the leader sets, and what its material evidence identifies.
 
 The paper fits log2 x* = L / (1 + exp(-k (log10 C - log10 C0))) + b to the frontier's x* at every measured
-compute point, and so does this module: no point is gated out. Near every crossing two adjacent values are
-level by definition, so on a smooth rising law most points of the rise are "ties"; a law fitted only to
-points that one value wins clearly is fitted to the flat low-compute part where nothing moves. The points
-are weighted so that each decade of compute counts alike (`decade_weights`): checkpoints are dense at low
-compute, where nothing moves.
+compute point. Here the data of the law are, at each compute point, the *leaders*: every x whose reward is
+within a material margin of the best (`isocompute.fits.leaders`). The law is charged its distance to the
+nearest leader (in doublings), so near a crossing, where two adjacent values are level by definition, it
+may pass either; a point where every measured value leads, or where a single curve was measured, holds no
+evidence of x* and enters neither the fit nor the verdict. The material points are weighted so that each
+decade of compute counts alike (`decade_weights`): checkpoints are dense at low compute, where nothing moves.
 
 Uncertainty comes from bootstrapping the whole estimator, as scaling-law practice does (Chinchilla's
 approaches 1 and 2, and the replication by Besiroglu et al. 2024): each replica refits every curve, takes
-its own frontier at the same compute points and fits its own law (`isocompute.fits.fits_json`). A tie between
-32 and 64 is then what it is: half of the replicas say 32, half 64, and the law passes between them.
+its own leaders at the same compute points and fits its own law (`isocompute.fits.fits_json`).
 
-The verdict (`judge_law`) reads the replicas' predictions, in this order:
+The verdict (`judge_law`) reads only material points, in this order:
 
-1. fewer than `LAW_MIN_POINTS` compute points, or one value of x* at every point: no law (`too_few_points`,
-   `constant`);
-2. a move of x* against the law's direction between two compute points that at least `RESOLVED_SHARE` of the
-   replicas reproduce (and the point estimate shows): `not_monotone`;
-3. the change of the law across the measured range (in doublings of x*) has a 95 % interval that reaches
-   below half a doubling (on a grid of doublings, less is no change): `not_resolved`;
-4. fewer than `RESOLVED_SHARE` of the replicas' laws predict x* within a factor 2 of the central law at every
-   measured compute point (up to a shift of half the points' spacing there, which the points cannot
-   resolve): `noise`.
+1. no material point (`no_evidence`); one value leading at every material point (`constant`); fewer than
+   `LAW_MIN_POINTS` material points (`too_few_points`);
+2. leader sets that are disjoint *against* the law's direction between two material points, in the point
+   estimate and in at least `RESOLVED_SHARE` of the replicas: `not_monotone`;
+3. no two material points whose leader sets are disjoint *in* the law's direction, or a change of the
+   law across the material range (in doublings of x*) whose 95 % interval reaches below half a doubling
+   (on a grid of doublings, less is no change): `not_resolved`;
+4. fewer than `RESOLVED_SHARE` of the replicas' laws pass within a factor 2 of the leader set at every
+   material point (up to a shift of half the points' spacing there, which the points cannot resolve): `noise`.
 
 A law that passes is reported (`ok`), and says what it does not identify instead of being refused:
-`plateau_not_reached` where the law is still moving by more than half a doubling at an end of the measured
+`plateau_not_reached` where the law is still moving by more than half a doubling at an end of the material
 range (its level there is not identified; it is the power law the data show, with its slope over the top
 decade and that slope's interval), and `step` where its change is sharper than the compute points
 resolve (its two levels and where; slope not identified). Both predict only inside the measured range; an
-`identified` law may be extrapolated, with a warning.
+`identified` law may be extrapolated, with a warning. A falling law (L < 0) is a law, reported as falling.
 """
 
 from __future__ import annotations
@@ -44,11 +44,10 @@ from scipy.optimize import least_squares
 from scipy.special import expit
 
 from isocompute.fits.forms import Bounds, FitFailure, OptimumFit, optimum_curve, optimum_name
+from isocompute.fits.leaders import ALL_LEAD, RESOLVED_SHARE, SINGLE, ColumnLeaders
 
-# A law needs at least this many compute points.
+# A law needs at least this many material compute points.
 LAW_MIN_POINTS = 5
-# The share of replicas that makes a finding reproducible: a reversal, the laws' agreement.
-RESOLVED_SHARE = 0.8
 # Less change than this, in doublings of x*, is no change on a grid of doublings.
 NO_CHANGE = 0.5
 # The replicas' percentiles that bound a 95 % interval.
@@ -57,8 +56,8 @@ INTERVAL = (2.5, 97.5)
 TOP_DECADES = 1.0
 # The global search of the law's fit: slopes k (per decade) and midpoints log10 C0 (decades apart), then a
 # least-squares polish of at most this many evaluations.
-K_GRID = np.geomspace(0.05, 100.0, 40)
-C0_GRID_STEP = 0.05
+K_GRID = np.geomspace(0.05, 100.0, 24)
+C0_GRID_STEP = 0.1
 POLISH_EVALUATIONS = 200
 
 
@@ -89,55 +88,88 @@ def _bounds(x: np.ndarray, y: np.ndarray) -> Bounds:
     )
 
 
-def fit_law(compute: np.ndarray, optimum: np.ndarray) -> OptimumFit | FitFailure:
-    """The logistic of log2 x* in log10 C fitted to x* at every compute point, each decade weighted alike.
+# A law that fits every leader set still has to choose among the laws that do: it leans towards the
+# point estimate's argmax with this weight (in doublings), small against a leader set's own pull.
+TIE_BREAK = 0.1
+# Alternating projections per grid cell when the law is fitted to leader sets (each halves the gap or better).
+PROJECTIONS = 8
 
-    No test of what the data identify (that is `judge_law`'s, from the replicas). The fit is global, so
-    that every replica finds its own optimum wherever its frontier moves: for fixed k and C0 the form is
-    linear in L and b, so those are solved exactly on a grid of (k, log10 C0) (`K_GRID` x `C0_GRID_STEP`
-    within the bounds), and the best grid point is polished by least squares.
+
+def fit_law(
+    compute: np.ndarray, optimum: np.ndarray, low: np.ndarray | None = None, high: np.ndarray | None = None
+) -> OptimumFit | FitFailure:
+    """The logistic of log2 x* in log10 C fitted through the leader sets, each decade weighted alike.
+
+    At each compute point the law is charged its distance (in doublings) to the nearest leader, that is to
+    the interval [`low`, `high`] of the values that lead there (`isocompute.fits.leaders`), plus `TIE_BREAK`
+    times its distance to the argmax `optimum`; without `low` and `high` the interval is the argmax alone,
+    the paper's fit. No test of what the data identify (that is `judge_law`'s, from the replicas). The fit
+    is global, so that every replica finds its own optimum wherever its frontier moves: for fixed k and C0
+    the form is linear in L and b, which are found on a grid of (k, log10 C0) (`K_GRID` x `C0_GRID_STEP`
+    within the bounds) by alternating projections onto the leader sets, and the best grid point is polished
+    by least squares from inside the bounds.
     """
     compute = np.asarray(compute, dtype=float)
-    keep = np.isfinite(optimum) & (compute > 0)
+    optimum = np.asarray(optimum, dtype=float)
+    low = optimum if low is None else np.asarray(low, dtype=float)
+    high = optimum if high is None else np.asarray(high, dtype=float)
+    keep = np.isfinite(optimum) & np.isfinite(low) & np.isfinite(high) & (compute > 0) & (optimum > 0) & (low > 0)
     if keep.sum() < 2:
         return FitFailure("no_points", "fewer than two compute points have a frontier")
     x = np.log10(compute[keep])
-    y = np.log2(np.asarray(optimum, dtype=float)[keep])
-    if np.ptp(y) == 0:
-        return OptimumFit(0.0, 1.0, float(np.median(x)), float(y[0]), 0.0, len(x))
+    centre, lo, hi = (np.log2(values[keep]) for values in (optimum, low, high))
+    lo, hi = np.minimum(lo, centre), np.maximum(hi, centre)
+    if np.ptp(centre) == 0 and lo.max() <= hi.min():
+        return OptimumFit(0.0, 1.0, float(np.median(x)), float(centre[0]), 0.0, len(x))
     weights = decade_weights(compute[keep])
-    bounds = _bounds(x, y)
-    start = _grid_start(x, y, weights, bounds)
+    bounds = _bounds(x, np.concatenate([lo, hi]))
+    start = np.clip(_grid_start(x, lo, hi, centre, weights, bounds), *bounds)
     scale = np.sqrt(weights)
 
     def residuals(p: np.ndarray) -> np.ndarray:
-        return scale * (optimum_curve(x, *p) - y)
+        f = optimum_curve(x, *p)
+        return np.concatenate([scale * (f - np.clip(f, lo, hi)), TIE_BREAK * scale * (f - centre)])
 
     def jacobian(p: np.ndarray) -> np.ndarray:
         L, k, x0, _ = p
+        f = optimum_curve(x, *p)
         s = expit(k * (x - x0))
         slope = L * s * (1 - s)
-        return scale[:, None] * np.stack([s, slope * (x - x0), -slope * k, np.ones_like(x)], axis=1)
+        df = np.stack([s, slope * (x - x0), -slope * k, np.ones_like(x)], axis=1)
+        outside = ((f < lo) | (f > hi)).astype(float)
+        return np.concatenate([(scale * outside)[:, None] * df, (TIE_BREAK * scale)[:, None] * df])
 
     result = least_squares(residuals, start, jac=jacobian, bounds=bounds, max_nfev=POLISH_EVALUATIONS)
     L, k, x0, b = (float(v) for v in result.x)
-    return OptimumFit(L, k, x0, b, float(np.sqrt(np.mean(result.fun**2))), len(x))
+    f = optimum_curve(x, L, k, x0, b)
+    return OptimumFit(L, k, x0, b, float(np.sqrt(np.mean((f - np.clip(f, lo, hi)) ** 2))), len(x))
 
 
-def _grid_start(x: np.ndarray, y: np.ndarray, weights: np.ndarray, bounds: Bounds) -> np.ndarray:
-    """The best (L, k, log10 C0, b) on the grid of k and C0, with L and b solved by weighted least squares."""
+def _grid_start(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, centre: np.ndarray, weights: np.ndarray, bounds: Bounds) -> np.ndarray:
+    """The best (L, k, log10 C0, b) on the grid of k and C0. For each cell, L and b minimize the weighted
+    squared distance to the leader sets plus the tie-break by alternating projections: project the cell's
+    law onto each leader interval, blend with the argmax, refit L and b by weighted least squares (each step
+    lowers the charge, which is convex in L and b)."""
     (l_low, k_low, c_low, b_low), (l_high, k_high, c_high, b_high) = bounds
     ks = K_GRID[(K_GRID >= k_low) & (K_GRID <= k_high)]
     centres = np.arange(c_low, c_high + C0_GRID_STEP / 2, C0_GRID_STEP)
+    centres = centres[centres <= c_high]
     s = expit(ks[:, None, None] * (x[None, None, :] - centres[None, :, None]))
     w = weights / weights.sum()
     s_mean = (s * w).sum(axis=2, keepdims=True)
-    y_mean = float((y * w).sum())
     variance = (w * (s - s_mean) ** 2).sum(axis=2)
-    L = np.where(variance > 1e-12, (w * (s - s_mean) * (y - y_mean)).sum(axis=2) / np.maximum(variance, 1e-12), 0.0)
-    b = y_mean - L * s_mean[..., 0]
-    error = (w * (y - b[..., None] - L[..., None] * s) ** 2).sum(axis=2)
-    error[(L < l_low) | (L > l_high) | (b < b_low) | (b > b_high) | (variance <= 1e-12)] = np.inf
+    usable = variance > 1e-12
+    blend = TIE_BREAK**2
+    target = np.broadcast_to(centre, s.shape)
+    for _ in range(PROJECTIONS if np.any(lo < hi) else 1):
+        t_mean = (target * w).sum(axis=2, keepdims=True)
+        L = np.where(usable, (w * (s - s_mean) * (target - t_mean)).sum(axis=2) / np.maximum(variance, 1e-12), 0.0)
+        b = t_mean[..., 0] - L * s_mean[..., 0]
+        f = b[..., None] + L[..., None] * s
+        target = (np.clip(f, lo, hi) + blend * centre) / (1 + blend)
+    f = b[..., None] + L[..., None] * s
+    error = (w * ((f - np.clip(f, lo, hi)) ** 2 + blend * (f - centre) ** 2)).sum(axis=2)
+    error[(L < l_low) | (L > l_high) | (b < b_low) | (b > b_high) | ~usable] = np.inf
     i, j = np.unravel_index(np.argmin(error), error.shape)
     return np.array([L[i, j], ks[i], centres[j], b[i, j]])
 
@@ -147,10 +179,11 @@ class LawVerdict:
     """The central law with what the replicas say of it; `law` is a `FitFailure` where none is reported.
 
     `identified` is "identified", "plateau_not_reached" or "step" for a reported law (the last two predict
-    only inside `range`), None for a refusal. `rise` is the law's change across the measured range in
-    doublings of x*, with its 95 % interval; `agreement` the share of replicas whose law is within a factor 2
-    of the central law at every measured point; `reversal` the move against the direction that most
-    replicas reproduce.
+    only inside `range`), None for a refusal. `rise` is the law's change across the material range in
+    doublings of x*, with its 95 % interval; `agreement` the share of replicas whose law passes within a
+    factor 2 of the leader set at every material point; `reversal` the pair of material points whose leader
+    sets fall against the direction in the most replicas; `evidence` how many compute points are material
+    and why the others are not.
     """
 
     law: OptimumFit | FitFailure
@@ -163,6 +196,7 @@ class LawVerdict:
     slope_at_top: dict[str, Any] | None = None
     step: dict[str, Any] | None = None
     points_used: int = 0
+    evidence: dict[str, Any] | None = None
     replicas: list[OptimumFit | FitFailure] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -173,37 +207,63 @@ class LawVerdict:
         return entry
 
 
-def _agrees(replica: OptimumFit, central: OptimumFit, compute: np.ndarray) -> bool:
-    """Whether a replica's law predicts x* within a factor 2 of the central law at every measured compute
-    point, up to a shift in compute of half the spacing of the points there: the points cannot place the law
-    more closely than that, and a step between two points is the same step wherever in the gap it falls."""
+def fit_leaders(compute: np.ndarray, leaders: ColumnLeaders) -> OptimumFit | FitFailure:
+    """The law through the leader sets of the material points (`fit_law`)."""
+    keep = leaders.material
+    return fit_law(compute[keep], leaders.values[keep], leaders.low[keep], leaders.high[keep])
+
+
+def _agrees(replica: OptimumFit, compute: np.ndarray, low: np.ndarray, high: np.ndarray) -> bool:
+    """Whether a replica's law passes within a factor 2 of the leader set [low, high] at every material
+    point, up to a shift in compute of half the spacing of the points there: the points cannot place the
+    law more closely than that, and a step between two points is the same step wherever in the gap it falls."""
     x = np.log10(compute)
     half = _spans(compute) / 2 if len(x) > 1 else np.zeros(len(x))
     ends = [optimum_curve(x + shift, replica.L, replica.k, replica.log10_c0, replica.b) for shift in (-half, half)]
-    low, high = np.minimum(*ends), np.maximum(*ends)
-    centre = optimum_curve(x, central.L, central.k, central.log10_c0, central.b)
-    return bool(np.all((centre >= low - 1.0) & (centre <= high + 1.0)))
+    reach_low, reach_high = np.minimum(*ends), np.maximum(*ends)
+    return bool(np.all((reach_high >= np.log2(low) - 1.0) & (reach_low <= np.log2(high) + 1.0)))
 
 
 def _interval(values: np.ndarray) -> list[float]:
     return [float(v) for v in np.percentile(values, INTERVAL)]
 
 
-def _reversal(values: np.ndarray, chosen: np.ndarray, compute: np.ndarray, sign: float) -> dict[str, Any] | None:
-    """The pair of compute points between which x* moves against `sign` in the point estimate and in the most
-    replicas (the share of replicas with both points), or None where the point estimate never moves back."""
-    logs = np.log2(values.astype(float))
+def _named(values: Sequence[int]) -> str:
+    return str(values[0]) if len(values) == 1 else "{" + ", ".join(map(str, values)) + "}"
+
+
+def _apart(first: ColumnLeaders, i: int, j: int, sign: float, second: ColumnLeaders | None = None) -> bool:
+    """Whether the leaders at point j lie wholly beyond those at point i in the direction `sign` (of `second`
+    at j, where given: a replica's leaders)."""
+    later = second if second is not None else first
+    if sign > 0:
+        return bool(later.low[j] > first.high[i])
+    return bool(later.high[j] < first.low[i])
+
+
+def _reversal(compute: np.ndarray, point: ColumnLeaders, replicas: Sequence[ColumnLeaders], sign: float) -> dict[str, Any] | None:
+    """The pair of material points whose leader sets are disjoint against `sign` in the point estimate and in
+    the most replicas (with that share), or None where the point estimate's leaders never fall back."""
     best = None
-    for i, j in itertools.combinations(range(len(values)), 2):
-        if sign * (logs[j] - logs[i]) >= 0:
+    for i, j in itertools.combinations(range(len(compute)), 2):
+        if not _apart(point, i, j, -sign):
             continue
-        pair = chosen[:, [i, j]]
-        pair = pair[~np.isnan(pair).any(axis=1)]
-        share = float(np.mean(sign * (pair[:, 1] - pair[:, 0]) < 0)) if len(pair) else 0.0
+        share = float(np.mean([_apart(r, i, j, -sign) for r in replicas])) if replicas else 0.0
         if best is None or share > best["replicas"]:
-            best = {"from": int(values[i]), "to": int(values[j]), "compute": [float(compute[i]), float(compute[j])],
+            best = {"from": point.leaders[i], "to": point.leaders[j], "compute": [float(compute[i]), float(compute[j])],
                     "replicas": share}  # fmt: skip
     return best
+
+
+def _apart_in_direction(compute: np.ndarray, point: ColumnLeaders, sign: float) -> dict[str, Any] | None:
+    """The material points farthest apart in compute whose leader sets are disjoint in the direction `sign`:
+    direct evidence that x* moves, or None."""
+    for gap in range(len(compute) - 1, 0, -1):
+        for i in range(len(compute) - gap):
+            if _apart(point, i, i + gap, sign):
+                return {"from": point.leaders[i], "to": point.leaders[i + gap],
+                        "compute": [float(compute[i]), float(compute[i + gap])]}  # fmt: skip
+    return None
 
 
 def _top_slope(law: OptimumFit, high: float, low: float) -> float:
@@ -216,88 +276,129 @@ def _top_slope(law: OptimumFit, high: float, low: float) -> float:
     return float((values[1] - values[0]) / (end - start))
 
 
+def _select(leaders: ColumnLeaders, keep: np.ndarray) -> ColumnLeaders:
+    """The leaders at the points `keep` only."""
+    index = np.flatnonzero(keep)
+    return ColumnLeaders(
+        leaders.values[index], [leaders.leaders[i] for i in index], leaders.low[index], leaders.high[index],
+        [leaders.status[i] for i in index], [leaders.reasons[i] for i in index],
+    )  # fmt: skip
+
+
+def _evidence(leaders: ColumnLeaders, column: str) -> dict[str, Any]:
+    """How many compute points are material, and how many are not and why."""
+    counts = {kind: sum(s == kind for s in leaders.status) for kind in (ALL_LEAD, SINGLE)}
+    return {"material": int(leaders.material.sum()), "points": len(leaders.status), "every_value_leads": counts[ALL_LEAD],
+            "single_curve": counts[SINGLE],
+            "why": f"{counts[ALL_LEAD]} point(s) where every {column} measured leads, {counts[SINGLE]} where a single "
+                   f"{column} was measured"}  # fmt: skip
+
+
 def judge_law(
     compute: np.ndarray,
-    values: np.ndarray,
-    chosen: np.ndarray | None,
-    replicas: Sequence[OptimumFit | FitFailure],
+    point: ColumnLeaders,
+    replicas: Sequence[ColumnLeaders] | None,
+    replica_laws: Sequence[OptimumFit | FitFailure],
     column: str,
     law: OptimumFit | FitFailure,
 ) -> LawVerdict:
-    """The verdict on the central `law` (fitted to `values`, x* at every point of `compute`), from the
-    replicas' choices at the same points (`chosen`: replicas x points, NaN where a replica has no frontier)
-    and their own laws (`replicas`). See the module's docstring for the rules."""
+    """The verdict on the central `law` (fitted through `point`'s leader sets at the material points of
+    `compute`), from the replicas' own leaders at the same points and their own laws. See the module's
+    docstring for the rules."""
     name = optimum_name(column)
     compute = np.asarray(compute, dtype=float)
-    values = np.asarray(values)
-    common = {"points_used": len(values), "replicas": list(replicas)}
-    if not len(values):
+    common: dict[str, Any] = {"points_used": 0, "replicas": list(replica_laws)}
+    if not len(compute):
         return LawVerdict(FitFailure("no_points", "no compute point has a frontier"), **common)
     low, high = float(compute.min()), float(compute.max())
-    common["range"] = (low, high)
-    distinct = sorted({int(v) for v in values})
-    if len(distinct) == 1:
-        return LawVerdict(FitFailure("constant", f"{name} constant at {distinct[0]} over C in [{low:.3g}, {high:.3g}]"), **common)
-    if len(values) < LAW_MIN_POINTS:
+    evidence = _evidence(point, column)
+    common.update(range=(low, high), evidence=evidence, points_used=evidence["material"])
+    keep = point.material
+    material = _select(point, keep)
+    at = compute[keep]
+    if not keep.any():
         return LawVerdict(
-            FitFailure("too_few_points", f"{len(values)} compute points, need {LAW_MIN_POINTS} for a law of {name}"), **common
+            FitFailure("no_evidence", f"no compute point in [{low:.3g}, {high:.3g}] tells the values of {name} apart: "
+                       f"{evidence['why']} (within the tolerance or what the data resolve)"),  # fmt: skip
+            **common,
+        )
+    shared = set(material.leaders[0]).intersection(*map(set, material.leaders[1:]))
+    if shared:
+        return LawVerdict(
+            FitFailure("constant", f"{name} constant at {_named(sorted(shared))}: it leads at every one of the "
+                       f"{len(at)} material compute points in [{at.min():.3g}, {at.max():.3g}]"),  # fmt: skip
+            **common,
+        )
+    if len(at) < LAW_MIN_POINTS:
+        return LawVerdict(
+            FitFailure("too_few_points", f"{len(at)} material compute points, need {LAW_MIN_POINTS} for a law of {name} "
+                       f"({evidence['why']})"),  # fmt: skip
+            **common,
         )
     if isinstance(law, FitFailure):
         return LawVerdict(law, **common)
-    if chosen is None or not len(replicas):
+    if replicas is None or not len(replica_laws):
         return LawVerdict(
             FitFailure("not_judged", "no bootstrap replicas (bootstrap = 0): what the data identify cannot be judged"),
             **common,
         )
-    central = optimum_curve(np.log10(compute), law.L, law.k, law.log10_c0, law.b)
-    made = [r for r in replicas if isinstance(r, OptimumFit)]
-    ends = np.log10([low, high])
+    theirs = [_select(r, keep) for r in replicas]
+    made = [r for r in replica_laws if isinstance(r, OptimumFit)]
+    ends = np.log10([at.min(), at.max()])
+    central = optimum_curve(ends, law.L, law.k, law.log10_c0, law.b)
     rises = np.array([np.diff(optimum_curve(ends, r.L, r.k, r.log10_c0, r.b))[0] for r in made])
     rise = float(central[-1] - central[0])
     sign = 1.0 if rise >= 0 else -1.0
     common["rise"] = {"value": rise, "interval": _interval(rises) if len(made) else None}
-    agreement = float(sum(_agrees(r, law, compute) for r in made) / len(replicas))
+    agreement = float(sum(_agrees(r, at, material.low, material.high) for r in made) / len(replica_laws))
     common["agreement"] = agreement
-    reversal = _reversal(values, chosen, compute, sign)
+    reversal = _reversal(at, material, theirs, sign)
     common["reversal"] = reversal
     if reversal and reversal["replicas"] >= RESOLVED_SHARE:
-        where = f"{reversal['from']} -> {reversal['to']} between C = {reversal['compute'][0]:.3g} and {reversal['compute'][1]:.3g}"
+        where = f"{_named(reversal['from'])} -> {_named(reversal['to'])} between C = {reversal['compute'][0]:.3g} and {reversal['compute'][1]:.3g}"
         return LawVerdict(
-            FitFailure("not_monotone", f"{name} not monotone: {where} in {reversal['replicas']:.0%} of bootstrap replicas "
-                       f"(a reversal needs {RESOLVED_SHARE:.0%})"),  # fmt: skip
+            FitFailure("not_monotone", f"{name} not monotone: its leaders move {where}, apart in {reversal['replicas']:.0%} "
+                       f"of bootstrap replicas (a reversal needs {RESOLVED_SHARE:.0%})"),  # fmt: skip
             **common,
         )
+    moved = _apart_in_direction(at, material, sign)
     lowest = sign * np.percentile(rises, INTERVAL[0] if sign > 0 else INTERVAL[1]) if len(made) else -np.inf
-    if abs(rise) < NO_CHANGE or lowest < NO_CHANGE:
+    if moved is None or abs(rise) < NO_CHANGE or lowest < NO_CHANGE:
         interval = common["rise"]["interval"] or [float("nan")] * 2
+        why = (
+            f"no two material compute points have leader sets apart (leaders: "
+            f"{', '.join(_named(v) for v in levels_of(material.leaders))})"
+            if moved is None
+            else f"{rise:+.2f} doublings, 95 % interval [{interval[0]:+.2f}, {interval[1]:+.2f}] comes within {NO_CHANGE} "
+            f"of a doubling of no change"
+        )
         return LawVerdict(
-            FitFailure(
-                "not_resolved",
-                f"the change of {name} over C in [{low:.3g}, {high:.3g}] is not resolved: {rise:+.2f} doublings, 95 % "
-                f"interval [{interval[0]:+.2f}, {interval[1]:+.2f}] comes within {NO_CHANGE} of a doubling of no change "
-                f"(the frontier's {name} ranges over {', '.join(map(str, distinct))})",
-            ),
+            FitFailure("not_resolved", f"the change of {name} over C in [{at.min():.3g}, {at.max():.3g}] is not resolved: {why}"),
             **common,
         )
     if agreement < RESOLVED_SHARE:
         return LawVerdict(
             FitFailure(
                 "noise",
-                f"the replicas disagree: only {agreement:.0%} of bootstrap replicas' laws predict {name} within a "
-                f"factor 2 of this law at every measured compute point, up to half the points' spacing (needs "
-                f"{RESOLVED_SHARE:.0%}); the frontier's "
-                f"{name} is noise at this sample size",
+                f"the replicas disagree: only {agreement:.0%} of bootstrap replicas' laws pass within a factor 2 of the "
+                f"leaders of {name} at every material compute point, up to half the points' spacing (needs "
+                f"{RESOLVED_SHARE:.0%}); the frontier's {name} is noise at this sample size",
             ),
             **common,
         )
-    return _partial(law, compute, values, made, name, common)
+    return _partial(law, at, material.values, made, name, common)
+
+
+def levels_of(leaders: Sequence[Sequence[int]]) -> list[list[int]]:
+    """The sequence of distinct leader sets along increasing compute, repeats collapsed."""
+    return [list(group) for group, _ in itertools.groupby(tuple(v) for v in leaders)]
 
 
 def _partial(
     law: OptimumFit, compute: np.ndarray, values: np.ndarray, made: Sequence[OptimumFit], name: str, common: dict[str, Any]
 ) -> LawVerdict:
     """A reported law: identified, or what it leaves open (a plateau beyond the range, a step's slope)."""
-    low, high = common["range"]
+    low, high = float(compute.min()), float(compute.max())
     x = np.log10(compute)
     ends = optimum_curve(np.array([x[0], x[-1]]), law.L, law.k, law.log10_c0, law.b)
     width = 2 * np.log(9) / law.k

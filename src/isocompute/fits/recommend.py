@@ -3,8 +3,9 @@
 Where the study identified a law of x*(C) (x = n, and B_problem where the study varies it), x* comes from
 the law, with the bootstrap's 95 % interval, and the prescription says how far the law was checked on
 held-out compute. Where no law was identified, the data still answer inside the measured range: the
-measured optimum at the nearest compute point, with the share of bootstrap replicas choosing it. Beyond
-the measured range without a law there is nothing to extrapolate, and the answer is a refusal that says why.
+leaders at the nearest compute point (every value within a material margin of the best,
+`isocompute.fits.leaders`), named, and one of them picked by `pick_leader`'s stated rule. Beyond the
+measured range without a law there is nothing to extrapolate, and the answer is a refusal that says why.
 """
 
 from __future__ import annotations
@@ -62,18 +63,35 @@ def _optimum_at(fit: Mapping[str, Any], column: str, compute: float) -> dict[str
             f"no law of {NAMES.get(column, column)} to extrapolate ({law.reason})"
         )
     nearest = points.iloc[(np.log(points["compute"]) - math.log(compute)).abs().argmin()]
-    value = int(nearest[column])
+    leaders = nearest.get("leaders")
+    named = list(leaders[column]) if isinstance(leaders, Mapping) and leaders.get(column) else [int(nearest[column])]
+    value = pick_leader(column, named)
     shares = nearest.get("shares")
     share = shares[column].get(str(value), 0.0) if isinstance(shares, Mapping) else None
-    leaders = nearest.get("leaders")
-    tied = leaders[column] if isinstance(leaders, Mapping) and len(leaders.get(column, [])) > 1 else None
-    tie = f"; a tie there: {column} = {', '.join(map(str, tied))} cannot be told apart" if tied else ""
+    several = (
+        f"; {', '.join(map(str, named))} lead there (within a material margin of the best), {PICK[column]}"
+        if len(named) > 1
+        else ""
+    )
     return {
         "value": float(value),
         "interval": None,
         "share": share,
-        "source": f"measured frontier at C = {nearest['compute']:.4g} (no law: {law.reason}){tie}",
+        "leaders": named,
+        "source": f"measured frontier at C = {nearest['compute']:.4g} (no law: {law.reason}){several}",
     }
+
+
+# Which of several leaders to run, and why: they are level by what the data and the tolerance say.
+PICK = {
+    "b_problem": "the largest B_problem is picked (the paper's recipe: B_problem is a stability constraint)",
+    "n": "the largest n is picked (the same reward in fewer sequential steps)",
+}
+
+
+def pick_leader(column: str, leaders: list[int]) -> int:
+    """The leader `recommend` prescribes where several lead: the largest, by `PICK`'s reasons."""
+    return max(leaders)
 
 
 def power_of_two(value: float) -> int:
@@ -112,6 +130,9 @@ def recommend(fits_file: Mapping[str, Any], compute: float, metric: str | None =
     else:
         b = {"value": float(fixed["b_problem"]), "interval": None, "share": None, "source": "held fixed by the study"}
     n_value, b_problem = power_of_two(n["value"]), power_of_two(b["value"])
+    if "b_problem" in fit["by"] and fixed.get("batch"):
+        # At fixed B the pair is one choice: B_problem decides (the larger for stability), n = B / B_problem.
+        n_value = int(fixed["batch"]) // b_problem
     batch = b_problem * n_value
     # fits.json files written before the key was named for what it holds call it "recipe".
     rule = fits_file["learning_rate"] if "learning_rate" in fits_file else fits_file["recipe"]
@@ -129,11 +150,13 @@ def recommend(fits_file: Mapping[str, Any], compute: float, metric: str | None =
         "n_interval": n["interval"],
         "n_share": n["share"],
         "n_source": n["source"],
+        "n_leaders": n.get("leaders"),
         "b_problem": b_problem,
         "b_problem_fitted": b["value"],
         "b_problem_interval": b["interval"],
         "b_problem_share": b["share"],
         "b_problem_source": b["source"],
+        "b_problem_leaders": b.get("leaders"),
         "steps": math.ceil(compute / batch),
         "batch": batch,
         "learning_rate": learning_rate(batch, rule["lr_base"], rule["lr_batch_ref"], rule["lr_rule"]),

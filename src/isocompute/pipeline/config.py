@@ -666,6 +666,13 @@ def studies_of(config: Config, points: list[GridPoint]) -> list[Study]:
         raise ConfigError(str(error)) from None
 
 
+def round_fit_settings(config: Config) -> dict[str, Any]:
+    """The `fits:` settings an adaptive round's decision reads: all but `tolerance`, which names the leaders
+    of the law's verdict and nothing a decision reads (the frontier's band and the curves' ceilings), so
+    setting it, or its arrival in a study under way, redoes no round and retrains no rung."""
+    return {key: value for key, value in config["fits"].items() if key != "tolerance"}
+
+
 def adaptive_settings(config: Config, studies: list[Study], points: list[GridPoint]) -> AdaptiveSettings | None:
     """The adaptive sweep's settings (None for the full grid), refused where the sweep could not decide.
 
