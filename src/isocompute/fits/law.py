@@ -107,7 +107,9 @@ def fit_law(compute: np.ndarray, optimum: np.ndarray) -> OptimumFit | FitFailure
         return OptimumFit(0.0, 1.0, float(np.median(x)), float(y[0]), 0.0, len(x))
     weights = decade_weights(compute[keep])
     bounds = _bounds(x, y)
-    start = _grid_start(x, y, weights, bounds)
+    # Inside the bounds, as least_squares requires: the C0 grid's last cell may pass c_high by up to half a
+    # step, and where every cell is refused the argmin's cell holds an L and b outside theirs.
+    start = np.clip(_grid_start(x, y, weights, bounds), *bounds)
     scale = np.sqrt(weights)
 
     def residuals(p: np.ndarray) -> np.ndarray:
