@@ -58,6 +58,9 @@ EXPORTS = {
     "TableFit": "table_fit",
     "fit_table": "table_fit",
     "read_columns": "table_fit",
+    "read_base_counts": "table_fit",
+    "read_counts": "table_fit",
+    "read_evals": "table_fit",
     "Ties": "ties",
     "bootstrap_ties": "ties",
 }
