@@ -11,6 +11,7 @@ replicas from per-problem counts (`resample_evals`) or from each curve's residua
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,10 +23,11 @@ from isocompute.fits.curves import FitOptions
 from isocompute.fits.fits_json import fit_study
 from isocompute.fits.forms import FitFailure, OptimumFit, reward_curve
 from isocompute.fits.law import fit_law
+from isocompute.fits.table_fit import read_counts, read_evals
 
 SEED = 35  # the issue these cases come from; every case draws from [SEED, case]
 LAW_CASES = 300
-STUDY_CASES = 200
+STUDY_CASES = 150
 K = 4  # samples per problem in the counts tables
 PROBLEMS = 24
 
@@ -146,12 +148,20 @@ def _assert_fits_or_refuses(fit: dict[str, Any], by: tuple[str, ...], case: int)
 
 
 @pytest.mark.parametrize("case", range(STUDY_CASES))
-def test_a_study_fits_or_refuses_any_finite_table(case: int) -> None:
+def test_a_study_fits_or_refuses_any_finite_table(case: int, tmp_path: Path) -> None:
+    """Each table passes `isocompute fit`'s checks whole (legal tables stay legal) and then fits or is refused."""
     rng = np.random.default_rng([SEED, case])
-    evals, counts, by = _study(rng)
+    drawn, counts, by = _study(rng)
+    compute = str(rng.choice(["compute_rollouts", "compute_tokens", "step"]))
+    drawn.to_csv(tmp_path / "evals.csv", index=False)
+    evals = read_evals(str(tmp_path / "evals.csv"), "avg@4", by, compute)
+    assert len(evals) == len(drawn), case
+    if counts is not None:
+        counts.to_parquet(tmp_path / "counts.parquet")
+        assert len(read_counts(str(tmp_path / "counts.parquet"), K, by, compute)) == len(counts), case
     options = FitOptions(
         metric="avg@4",
-        compute=str(rng.choice(["compute_rollouts", "compute_tokens", "step"])),
+        compute=compute,
         by=by,
         base_reward=float(rng.uniform(0, 0.5)) if rng.random() < 0.3 else None,
         points=str(rng.choice(["all", "record_breaking"])),
