@@ -189,6 +189,13 @@ def test_bad_base_counts_are_refused_with_file_column_and_row(case: str, tmp_pat
     assert message in error, error
 
 
+def test_base_counts_without_counts_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    evals, _, base = legal_tables()
+    base.to_parquet(tmp_path / "base.parquet")
+    assert fit(tmp_path, evals, "--base-counts", str(tmp_path / "base.parquet")) == 2
+    assert "the base model's counts are resampled with --counts; give both" in capsys.readouterr().err
+
+
 def test_legal_tables_fit_with_counts_and_the_base_model(tmp_path: Path) -> None:
     evals, counts, base = legal_tables()
     assert fit(tmp_path, evals, counts=counts, base=base) == 0

@@ -248,6 +248,8 @@ def fit_table(job: TableFit) -> dict[str, Any]:
                 f"{job.evals} holds b_problem values {values}: keep one (fixed-B_problem study) or use --by b_problem,n"
             )
         fixed = {"b_problem": int(values[0])}
+    if job.base_counts and not job.counts:
+        raise InputError(f"--base-counts {job.base_counts}: the base model's counts are resampled with --counts; give both")
     replicas = []
     if job.counts:
         counts = read_counts(job.counts, job.k, by, compute)
