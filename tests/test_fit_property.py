@@ -75,10 +75,17 @@ def test_the_law_fits_or_refuses_any_finite_points(case: int) -> None:
 
 
 # The two ways the grid search's start left the bounds (issue 35). The first: the best cell is the C0 grid's
-# last, up to half a step past log10 C + 2 decades (found by the cases above, before the fix). The second:
-# three points within 0.006 decades and a step at the last, so every cell's L passes its bound and the
-# argmin of all-refused cells returned the first (case 6 above).
+# last, up to half a step past log10 C + 2 decades: a bootstrap replica's frontier of
+# `isocompute simulate config/simulated/simulated.yaml` (level shared_1, validation set), which stopped the
+# command, and a random table of the kind above. The second: three points within 0.006 decades and a step
+# at the last, so every cell's L passes its bound and the argmin of all-refused cells returned the first
+# (case 6 above).
 OUTSIDE_THE_BOUNDS = {
+    "simulated_shared_1": (
+        [2.7093, 3.0103, 3.3151, 3.6211, 3.9264, 4.2379, 4.5465, 4.8551, 5.1617, 5.468, 5.7743, 6.0806, 6.3871,
+         6.6935, 7.0],
+        [8, 32, 32, 32, 32, 32, 32, 32, 128, 128, 128, 128, 128, 128, 512],
+    ),
     "c0_grid_overshoots": (
         [-1.8196, -1.5568, -0.7538, 0.9572, 2.6661, 3.2841, 3.3546, 3.4324, 3.5980, 4.0118],
         [128, 16, 256, 64, 16, 4, 64, 1, 512, 1],
