@@ -227,7 +227,7 @@ def test_cli_replay_writes_the_replay_and_refuses_a_table_without_counts_columns
     assert "rollouts spent" in capsys.readouterr().out
     counts.drop(columns=["n_correct"]).to_parquet(tmp_path / "bad.parquet")
     code = main(["replay", str(tmp_path / "evals.csv"), "--counts", str(tmp_path / "bad.parquet"), "--out", str(out)])
-    assert code == 2 and "bad.parquet: missing column(s) ['n_correct']" in capsys.readouterr().err
+    assert code == 2 and "bad.parquet: missing column(s) 'n_correct'" in capsys.readouterr().err
 
 
 def test_a_round_carries_each_arms_state_into_the_next() -> None:

@@ -67,10 +67,10 @@ def test_bad_tables_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     evals, _ = write_evals(tmp_path)
     pd.read_csv(evals).drop(columns=["compute_tokens"]).to_csv(tmp_path / "bad.csv", index=False)
     assert main(["fit", str(tmp_path / "bad.csv"), "--out", str(tmp_path / "x.json")]) == 2
-    assert "bad.csv: missing column(s) ['compute_tokens']" in capsys.readouterr().err
+    assert "bad.csv: missing column(s) 'compute_tokens'" in capsys.readouterr().err
     mixed = pd.read_csv(evals)
-    mixed.loc[0, "b_problem"] = 64
-    mixed.to_csv(tmp_path / "mixed.csv", index=False)
+    other = mixed[mixed["n"] == 8].assign(b_problem=64, run="bp64_n8_seed0")
+    pd.concat([mixed, other]).to_csv(tmp_path / "mixed.csv", index=False)
     assert main(["fit", str(tmp_path / "mixed.csv"), "--out", str(tmp_path / "x.json")]) == 2
     assert "--by b_problem,n" in capsys.readouterr().err
     ablation = pd.read_csv(evals).assign(recipe=None)

@@ -3,6 +3,7 @@ the tabular limit and the preset's errors."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -252,7 +253,7 @@ def test_simulate_command_fits_every_level(tmp_path: Path, capsys: pytest.Captur
     config = tiny_preset(tmp_path)
     preset = tmp_path / "preset.yaml"
     preset.write_text(yaml.safe_dump(config, sort_keys=False))
-    assert main(["simulate", str(preset)]) == 0
+    assert main(["simulate", str(preset), "--workers", "1"]) == 0  # one process; the refit below in two
     root = Path(config["results_root"])
     for level in ("tabular", "shared"):
         assert (root / f"fits/{level}/bp16/fits.json").exists() and (root / f"fits/{level}/bp16/on_train/fits.json").exists()
@@ -266,6 +267,13 @@ def test_simulate_command_fits_every_level(tmp_path: Path, capsys: pytest.Captur
     assert main(["simulate", str(preset), "--fit-only", "--workers", "2"]) == 0  # a refit, in two processes
     pd.testing.assert_frame_equal(pd.read_csv(root / "fits/n_star.csv"), first)
     assert (root / "timings_fit.json").exists()
+
+
+def test_simulate_uses_every_available_core_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[int] = []
+    monkeypatch.setattr("isocompute.mechanism.simulated_study.run_preset", lambda path, workers, **_: seen.append(workers))
+    assert main(["simulate", "preset.yaml"]) == 0 and main(["simulate", "preset.yaml", "--workers", "1"]) == 0
+    assert seen == [len(os.sched_getaffinity(0)), 1]
 
 
 @pytest.mark.parametrize(

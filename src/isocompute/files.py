@@ -9,10 +9,11 @@ old version or the new one, never half of one. A leftover `.<name>.partial` is o
 
 from __future__ import annotations
 
+import difflib
 import json
 import shutil
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,10 +66,28 @@ def write_table(table: pd.DataFrame, path: str | Path) -> None:
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    """A table a user hands a command: CSV or parquet by its suffix; a missing file is named."""
+    """A table a user hands a command: CSV or parquet by its suffix. A missing, empty or unreadable file is
+    named (pandas' own messages, such as "No columns to parse from file", do not say which file)."""
     if not Path(path).exists():
         raise FileNotFoundError(f"{path}: no such file")
-    return pd.read_parquet(path) if str(path).endswith(".parquet") else pd.read_csv(path)
+    if Path(path).stat().st_size == 0:
+        raise ValueError(f"{path}: the file is empty")
+    parquet = str(path).endswith(".parquet")
+    try:
+        return pd.read_parquet(path) if parquet else pd.read_csv(path)
+    except Exception as error:  # noqa: BLE001 - each reader has its own errors; the message is what matters
+        kind = "parquet" if parquet else "CSV"
+        raise ValueError(f"{path}: not a readable {kind} file (truncated or damaged?): {error}") from None
+
+
+def missing_columns(needed: Sequence[str], present: Sequence[str]) -> str | None:
+    """The columns of `needed` not in `present`, each with the present column it may be a typo of, or None."""
+    missing = [column for column in needed if column not in present]
+    if not missing:
+        return None
+    hints = {m: difflib.get_close_matches(m, [str(p) for p in present], n=1) for m in missing}
+    said = ", ".join(f"{m!r}" + (f" (is {hints[m][0]!r} a typo?)" if hints[m] else "") for m in missing)
+    return f"missing column(s) {said}"
 
 
 def safetensors_problem(path: Path) -> str | None:

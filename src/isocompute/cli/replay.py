@@ -7,7 +7,7 @@ import argparse
 
 from isocompute.files import write_json
 from isocompute.fits.curves import FitOptions
-from isocompute.fits.table_fit import REQUIRED, read_columns
+from isocompute.fits.table_fit import read_base_counts, read_counts, read_evals
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
@@ -33,11 +33,11 @@ def replayed(args: argparse.Namespace) -> dict:
     from isocompute.adaptive.decisions import replay
     from isocompute.adaptive.rungs import AdaptiveSettings
 
-    evals = read_columns(args.evals, [*REQUIRED, args.metric])
-    counts = read_columns(args.counts, ["id", "n_correct", "n", "step"])
+    evals = read_evals(args.evals, args.metric, ("n",), "compute_rollouts")
+    counts = read_counts(args.counts, args.k, ("n",), "compute_rollouts")
     options = FitOptions(metric=args.metric, compute="compute_rollouts", by=("n",), base_reward=args.base_reward)
     settings = AdaptiveSettings(args.rung_factor, args.min_steps, args.audit_rungs)
-    base_counts = read_columns(args.base_counts, []) if args.base_counts else None
+    base_counts = read_base_counts(args.base_counts, args.k, counts) if args.base_counts else None
     return replay(evals, counts, options, args.k, args.bootstrap, args.seed, settings, base_counts, args.holdout_decades)
 
 

@@ -65,5 +65,8 @@ EXPORTS = {
     "TableFit": "table_fit",
     "fit_table": "table_fit",
     "read_columns": "table_fit",
+    "read_base_counts": "table_fit",
+    "read_counts": "table_fit",
+    "read_evals": "table_fit",
 }
 __getattr__, __dir__ = lazy_exports(__name__, EXPORTS)

@@ -123,6 +123,8 @@ def fit_law(
         return OptimumFit(0.0, 1.0, float(np.median(x)), float(centre[0]), 0.0, len(x))
     weights = decade_weights(compute[keep])
     bounds = _bounds(x, np.concatenate([lo, hi]))
+    # Inside the bounds, as least_squares requires: where every grid cell is refused, the argmin's cell
+    # holds an L and b outside theirs (the C0 grid itself stops at c_high).
     start = np.clip(_grid_start(x, lo, hi, centre, weights, bounds), *bounds)
     scale = np.sqrt(weights)
 

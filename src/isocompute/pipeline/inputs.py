@@ -10,13 +10,12 @@ checked here (nothing is downloaded to check them); `datasets` and `from_pretrai
 
 from __future__ import annotations
 
-import difflib
 import json
 from pathlib import Path
 from typing import Any
 
 from isocompute.data.table_schema import GURU_COLUMNS, LOCAL_FORMATS, PROBLEM_COLUMNS
-from isocompute.files import safetensors_problem
+from isocompute.files import missing_columns, safetensors_problem
 from isocompute.pipeline.config import Config, ConfigError
 
 WEIGHT_FILES = (
@@ -74,13 +73,9 @@ def table_problem(path_or_id: str, schema: str) -> str | None:
     if rows == 0:
         return "the table has no rows"
     needed = PROBLEM_COLUMNS if schema == "problem_table" else GURU_COLUMNS
-    missing = [column for column in needed if column not in columns]
+    missing = missing_columns(needed, list(columns))
     if missing:
-        hints = {m: difflib.get_close_matches(m, list(columns), n=1) for m in missing}
-        said = ", ".join(f"{m!r}" + (f" (is {hints[m][0]!r} a typo?)" if hints[m] else "") for m in missing)
-        return (
-            f"missing column(s) {said}; a {schema} table needs {list(needed)}, this one has {list(columns)}"
-        )
+        return f"{missing}; a {schema} table needs {list(needed)}, this one has {list(columns)}"
     for column, kinds in _EXPECTED[schema].items():
         if columns[column] not in kinds:
             return f"column {column!r} holds {columns[column]} values, not {' or '.join(sorted(kinds))}"
