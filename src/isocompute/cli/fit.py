@@ -7,6 +7,7 @@ import dataclasses
 import json
 
 from isocompute.files import write_json
+from isocompute.fits.leaders import DEFAULT_TOLERANCE
 from isocompute.fits.table_fit import COMPUTE, TableFit, fit_table
 from isocompute.study.grid import LR_RULES
 
@@ -30,6 +31,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     fit.add_argument("--base-reward", type=float, help="anchor every curve's R0 at this value")
     fit.add_argument("--base-counts", help="the base model's per-problem counts, resampled with --counts")
     fit.add_argument("--extrapolate", action="store_true", help="let curves compete beyond their measured ranges (marked)")
+    fit.add_argument(
+        "--tolerance", type=float, default=DEFAULT_TOLERANCE,
+        help="a reward difference (the metric's units) no one would act on: values within it of the best lead together",
+    )  # fmt: skip
     fit.add_argument("--holdout-decades", type=float, default=0.5, help="top compute held out to check the law (0: none)")
     fit.add_argument("--points", choices=["all", "record_breaking"], default="all")
     fit.add_argument("--record-bin", type=float, default=0.01)

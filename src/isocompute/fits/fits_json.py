@@ -49,8 +49,7 @@ def fit_study(
     come from the whole estimator.
     """
     by = list(options.by)
-    table = curve_points(evals, options.metric, options.compute, by)
-    table = table[(table[options.compute] > 0) & (table[options.compute] >= min_compute)].reset_index(drop=True)
+    table = _measured(curve_points(evals, options.metric, options.compute, by), options.compute, min_compute)
     measured = table[options.compute]
     grid = np.geomspace(measured.min(), measured.max(), frontier_points) if len(measured) else np.array([])
     at = distinct_computes(measured)
@@ -58,7 +57,7 @@ def fit_study(
     kind = "problems" if replicas else ("residuals" if resamples else None)
     if not replicas and resamples:
         replicas = residual_replicas(table, point.curves, by, options.compute, options.metric, resamples, seed)
-    tables = [curve_points(r.evals, options.metric, options.compute, by) for r in replicas]
+    tables = [_measured(curve_points(r.evals, options.metric, options.compute, by), options.compute, min_compute) for r in replicas]
     fitted = [
         fit_curves(
             replica_table,
@@ -123,6 +122,12 @@ def fit_study(
         for row, low, high in zip(result["frontier"], *np.nanpercentile(bands, [2.5, 97.5], axis=0)):
             row["reward_low"], row["reward_high"] = float(low), float(high)
     return result
+
+
+def _measured(table: pd.DataFrame, compute: str, min_compute: float) -> pd.DataFrame:
+    """The points a fit reads: compute above 0 (the base model's point anchors the curves instead) and at
+    least `min_compute`; the same for the point estimate and every replica."""
+    return table[(table[compute] > 0) & (table[compute] >= min_compute)].reset_index(drop=True)
 
 
 def _aligned(point: StudyFit, replica: StudyFit) -> np.ndarray:

@@ -21,6 +21,7 @@ from isocompute.files import missing_columns, read_table
 from isocompute.fits.bootstrap import CHECKPOINT_KEYS, resample_evals
 from isocompute.fits.curves import FitOptions
 from isocompute.fits.fits_json import fit_study
+from isocompute.fits.leaders import DEFAULT_TOLERANCE
 
 REQUIRED = ["run", "n", "b_problem", "step", "compute_rollouts", "compute_tokens"]
 # Columns of the pipeline's evaluations that tell a recipe ablation's runs from the grid's.
@@ -53,6 +54,7 @@ class TableFit:
     holdout_decades: float = 0.5
     points: str = "all"
     record_bin: float = 0.01
+    tolerance: float = DEFAULT_TOLERANCE
     lr_base: float = 1e-6
     lr_batch_ref: int = 1024
     lr_rule: str = "sqrt"
@@ -263,6 +265,7 @@ def fit_table(job: TableFit) -> dict[str, Any]:
         points=job.points,
         record_bin=job.record_bin,
         extrapolate=job.extrapolate,
+        tolerance=job.tolerance,
     )
     fit = fit_study(
         evals,
