@@ -111,8 +111,9 @@ def agreement(full: dict[str, Any], adaptive: dict[str, Any]) -> float | None:
 
 def verdict(fit: dict[str, Any]) -> str:
     law = fit["optimum"]["n"]
-    text = f"{law['identified']} L {law['L']:.2f} k {law['k']:.2f} C0 {law['log10_c0']:.2f} b {law['b']:.2f}"
-    return text if law["ok"] else law["kind"]
+    if not law["ok"]:
+        return law["kind"]
+    return f"{law['identified']} L {law['L']:.2f} k {law['k']:.2f} C0 {law['log10_c0']:.2f} b {law['b']:.2f}"
 
 
 def main(

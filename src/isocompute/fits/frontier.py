@@ -59,14 +59,15 @@ def distinct_computes(values: Iterable[float], tolerance: float = SAME_COMPUTE_D
     """The distinct compute values: sorted, a group holds the values less than `tolerance` decades above its
     first (its geometric mean stands for it), so checkpoints of runs with different B near one target are
     one point, and checkpoints 0.01-0.05 decades apart (one evaluation per step) never chain into one."""
-    logs = np.sort(np.log10([v for v in values if v > 0]))
+    positive = np.sort([float(v) for v in values if v > 0])
     groups: list[list[float]] = []
-    for value in logs:
-        if groups and value - groups[-1][0] < tolerance:
+    for value in positive:
+        if groups and np.log10(value / groups[-1][0]) < tolerance:
             groups[-1].append(value)
         else:
             groups.append([value])
-    return np.array([10 ** np.mean(group) for group in groups])
+    # A group of one value is that value exactly (10 ** mean(log10) would make 512 of 512.0000000000001).
+    return np.array([group[0] if np.ptp(group) == 0 else 10 ** np.mean(np.log10(group)) for group in groups])
 
 
 def reward_matrix(curves: Sequence[Curve], compute: np.ndarray, extrapolate: bool = False) -> tuple[np.ndarray, np.ndarray]:
