@@ -117,7 +117,7 @@ def slurm_study(cluster, tmp_path_factory: pytest.TempPathFactory):
 
 def _queue(cluster, run_id: str) -> list[dict[str, str]]:
     """squeue's view of the run's jobs, finished ones included (kept for MinJobAge=3600 s)."""
-    fields = ["JobID", "State", "Comment", "tres-per-job", "TimeLimit"]
+    fields = ["JobID", "State", "Comment", "tres-per-job", "TimeLimit", "NumTasks", "NumCPUs"]
     out = subprocess.run(
         ["squeue", "--states=all", "--noheader", "--name", run_id, "-O", ",".join(f"{f}:|" for f in fields)],
         env=cluster.env,
@@ -127,7 +127,7 @@ def _queue(cluster, run_id: str) -> list[dict[str, str]]:
         check=True,
     ).stdout
     return [
-        dict(zip(["id", "state", "comment", "tres", "time_limit"], line.split("|")))
+        dict(zip(["id", "state", "comment", "tres", "time_limit", "tasks", "cpus"], line.split("|")))
         for line in out.splitlines()
         if line.strip()
     ]
@@ -176,6 +176,9 @@ def test_only_training_jobs_got_the_gpus_and_ran_launched(cluster, slurm_study) 
     assert training and len(training) == len(re.findall(r"^rule train_grpo(?:_rung)?:$", output, flags=re.M))
     # `resources: gpu=2` became `sbatch --gpus=2`, which SLURM records as the job's TRES request
     assert {job["tres"] for job in training} == {"gres:gpu:2"}, training
+    # as one task of `cpus_per_task` (1) CPUs, whose one step runs `accelerate launch`: the SLURM plugin 2.6.1
+    # (Python < 3.13) would add `--ntasks-per-gpu=1`, two tasks and two CPUs, without `tasks_per_gpu: 0`
+    assert {(job["tasks"].strip(), job["cpus"].strip()) for job in training} == {("1", "1")}, training
     # each run went through `accelerate launch` with two processes (its job file records the layout of its
     # last job: an adaptive run's rungs write the same file)
     job_files = list((workdir / "results/train").glob("*/*/job.json"))
