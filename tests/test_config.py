@@ -1,6 +1,7 @@
 """Bad config stops before any job runs, with a message that names the key."""
 
 import copy
+import re
 import subprocess
 from pathlib import Path
 
@@ -213,6 +214,15 @@ def test_jobs_that_hold_a_gpu_get_the_gpu_software_environment() -> None:
     assert "python =3.11" in gpu_env["dependencies"] and "python =3.11" in cpu_env["dependencies"]
     assert gpu_env["dependencies"][-1]["pip"] == ["-e ..[vllm,deepspeed,tracking]"]
     assert (REPO / "rules" / conda_env(DEFAULT, "train_grpo")).is_file()
+
+
+def test_check_extras_resolves_the_cluster_install_on_every_python_the_docs_name() -> None:
+    """`.ci/check-extras` (CI) runs pip's resolver on the cluster install line for each Python in its list;
+    that list is the one the install step of the running-at-scale guide names."""
+    guide = (REPO / "docs/guide/running-at-scale.md").read_text()
+    named = re.search(r"must import there\), with Python ([0-9., or]+):", guide).group(1)
+    checked = re.search(r"^versions=\(([^)]*)\)$", (REPO / ".ci/check-extras").read_text(), re.M).group(1)
+    assert re.findall(r"3\.\d+", named) == checked.split() == ["3.11", "3.12", "3.13"]
 
 
 def test_paper_preset_is_the_papers_grid() -> None:
