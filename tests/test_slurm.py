@@ -49,7 +49,8 @@ TEST_FLAGS = [
 ]
 # Two training processes per run, one per fake GPU: the multi-GPU path (accelerate launch) through SLURM.
 GPU_CONFIG = "training:\n  processes: 2\n  per_device_batch_max: 4\nresources:\n  train_grpo:\n    gpu: 2\n"
-# The micro study took about 11 minutes on a 2-core machine shared with other work; alone, well under 10.
+# The micro study through SLURM: about 3 min alone on 2 cores (docs/guide/development.md), 7 to 11 min on a
+# 2-core machine shared with other work.
 RUN_TIMEOUT = 900
 # One run of 2,000 steps as two processes (about 90 s of training here) whose first job may take one
 # minute and its resubmission ten; it stops 20 s (beyond one step and one save) before its limit, the
