@@ -1,6 +1,7 @@
 """Bad config stops before any job runs, with a message that names the key."""
 
 import copy
+import re
 import subprocess
 from pathlib import Path
 
@@ -127,6 +128,11 @@ def test_job_settings_reach_the_launch_spec_and_runtime_may_grow_per_attempt() -
     assert rule_resources(DEFAULT, "train_grpo")["runtime"] == 60
     # One machine per job: SLURM may not split a job's GPUs across nodes (`--nodes=1`).
     assert rule_resources(DEFAULT, "train_grpo")["nodes"] == rule_resources(DEFAULT, "evaluate_run")["nodes"] == 1
+    # One task per GPU job: the SLURM plugin 2.6.1 (Python < 3.13) would add `--ntasks-per-gpu=1` otherwise,
+    # multiplying the job's CPUs by its GPUs; CPU jobs get the plugin's `--ntasks=1` by themselves.
+    config["resources"]["train_grpo"] = {"gpu": 8, "cpus_per_task": 64}
+    assert rule_resources(config, "train_grpo")["tasks_per_gpu"] == 0
+    assert "tasks_per_gpu" not in rule_resources(DEFAULT, "train_grpo")
 
 
 def test_the_schema_allows_resources_for_exactly_the_registered_cluster_rules() -> None:
@@ -202,9 +208,21 @@ def test_jobs_that_hold_a_gpu_get_the_gpu_software_environment() -> None:
     assert conda_env(paper, "train_grpo") == conda_env(paper, "evaluate_run") == "../envs/isocompute-gpu.yaml"
     assert conda_env(DEFAULT, "train_grpo") == conda_env(paper, "pretrain_base_model") == "../envs/isocompute.yaml"
     gpu_env = yaml.safe_load((REPO / "rules" / conda_env(paper, "train_grpo")).read_text())
-    assert "python =3.13" in gpu_env["dependencies"]
+    cpu_env = yaml.safe_load((REPO / "rules" / conda_env(DEFAULT, "train_grpo")).read_text())
+    # one Python for both, so every job of a study runs the same pins (pyproject.toml pins numpy, pandas and
+    # the SLURM plugin by Python)
+    assert "python =3.11" in gpu_env["dependencies"] and "python =3.11" in cpu_env["dependencies"]
     assert gpu_env["dependencies"][-1]["pip"] == ["-e ..[vllm,deepspeed,tracking]"]
     assert (REPO / "rules" / conda_env(DEFAULT, "train_grpo")).is_file()
+
+
+def test_check_extras_resolves_the_cluster_install_on_every_python_the_docs_name() -> None:
+    """`.ci/check-extras` (CI) runs pip's resolver on the cluster install line for each Python in its list;
+    that list is the one the install step of the running-at-scale guide names."""
+    guide = (REPO / "docs/guide/running-at-scale.md").read_text()
+    named = re.search(r"must import there\), with Python ([0-9., or]+):", guide).group(1)
+    checked = re.search(r"^versions=\(([^)]*)\)$", (REPO / ".ci/check-extras").read_text(), re.M).group(1)
+    assert re.findall(r"3\.\d+", named) == checked.split() == ["3.11", "3.12", "3.13"]
 
 
 def test_paper_preset_is_the_papers_grid() -> None:

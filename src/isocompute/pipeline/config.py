@@ -448,7 +448,8 @@ def rule_resources(config: Config, rule: str) -> dict[str, Any]:
 
     A GPU count of 0 is dropped too, so CPU rules never ask SLURM for `--gpus=0`.
     A list of runtimes gives each attempt its own (the last repeats), so a job resubmitted after its time
-    limit can ask for more. Every job asks for one node (`nodes: 1`, the SLURM plugin's `--nodes=1`).
+    limit can ask for more. Every job asks for one node (`nodes: 1`, the SLURM plugin's `--nodes=1`), and a
+    GPU job for one task (`tasks_per_gpu: 0`: no `--ntasks-per-gpu`).
     """
     merged = {**config["resources"]["default"], **config["resources"].get(cluster_rule(rule).resources, {})}
     resources = {
@@ -458,11 +459,17 @@ def rule_resources(config: Config, rule: str) -> dict[str, Any]:
         resources["runtime"] = runtime_per_attempt(resources["runtime"])
     # Every cluster job is one process tree on one machine (`accelerate launch` of training.processes ranks,
     # a vLLM server beside them): `--gpus=N` alone would let SLURM spread its GPUs over several nodes.
+    # And one task: the SLURM plugin before 2.7 (Python < 3.13's pin) adds `--ntasks-per-gpu=1` to a GPU job
+    # unless `tasks_per_gpu` or `tasks` is set, so SLURM would allocate N tasks of `cpus_per_task` CPUs each
+    # (8 GPUs x 64 CPUs: 512) for a job whose one step runs `accelerate launch`. 0 leaves the flag out under
+    # 2.6.1 and 2.8.0 alike (2.8.0 adds it only where asked).
+    if resources.get("gpu"):
+        resources["tasks_per_gpu"] = 0
     return {**resources, "nodes": 1}
 
 
 # The software environments of `--sdm conda`, relative to rules/: PyTorch's CPU build for every rule, or the
-# CUDA build with vLLM and DeepSpeed (Python 3.13, which the vllm extra needs) for a job that holds a GPU.
+# CUDA build with vLLM and DeepSpeed for a job that holds a GPU; both on Python 3.11, hence on the same pins.
 CONDA_ENVS = {"cpu": "../envs/isocompute.yaml", "gpu": "../envs/isocompute-gpu.yaml"}
 
 
