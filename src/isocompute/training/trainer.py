@@ -72,6 +72,15 @@ LOG_COLUMNS = {
     "loss": "loss",
     "grad_norm": "grad_norm",
 }
+# TRL's log of its rollouts from vLLM with importance sampling, kept in the table where a run logs them: how
+# far the sampler's log-probabilities of the sampled tokens lie from the trainer's (small while vLLM holds
+# the trainer's weights; it grows with every step vLLM's weights fall behind) and the ratios' range.
+VLLM_LOG_COLUMNS = {
+    "sampling/sampling_logp_difference/mean": "sampling_logp_diff_mean",
+    "sampling/sampling_logp_difference/max": "sampling_logp_diff_max",
+    "sampling/importance_sampling_ratio/min": "is_ratio_min",
+    "sampling/importance_sampling_ratio/max": "is_ratio_max",
+}
 
 
 def _restore_on_indexed_cpu(storage: Any, location: str) -> Any:
@@ -110,6 +119,11 @@ class RunSpec:
     until_step: int | None = None
 
 
+def last_step(point: GridPoint, spec: TrainingSpec, until_step: int | None = None) -> int:
+    """The step a job's training stops at (TRL's `max_steps`): its rung's stop, or the run's end."""
+    return until_step or total_steps(point.batch, spec.compute_max)
+
+
 def grpo_args(
     point: GridPoint,
     spec: TrainingSpec,
@@ -136,7 +150,7 @@ def grpo_args(
         steps_per_generation=split.accumulation,
         num_iterations=1,
         # A rung's stop only ends the run early: warm-up then a constant rate, so no step depends on it.
-        max_steps=until_step or total_steps(point.batch, spec.compute_max),
+        max_steps=last_step(point, spec, until_step),
         learning_rate=learning_rate(point.update_batch, spec.lr_base, spec.lr_batch_ref, spec.lr_rule),
         lr_scheduler_type="constant_with_warmup",
         warmup_steps=spec.warmup_steps,
@@ -184,6 +198,24 @@ def rollout_engine_args(engine: RolloutEngine | None, ports: tuple[int, int]) ->
         "vllm_enable_sleep_mode": engine.sleep_mode,
         "vllm_max_model_length": engine.max_model_len,
     }
+
+
+def keep_cpu_vllm_weights_writable() -> None:
+    """Lets TRL's weight sync reach a vLLM engine colocated on a CPU (vLLM's CPU build), in this process.
+
+    After loading, that build prepacks each linear layer's weight for oneDNN (or AMX) kernels and drops the
+    layer's own weight (`dispatch_cpu_unquantized_gemm` with `remove_weight=True`; the LM head keeps its
+    weight but computes from the prepacked copy). TRL's sync (`load_weights` into the engine's model) then
+    fails ("'Parameter' object has no attribute 'weight_loader'"), and a head it could reach would go on
+    sampling from the weights it started with. Here every layer computes with torch's linear on its own
+    weight, which each sync overwrites in place. Only the colocated engine of a training process is
+    affected; bucketing and evaluation load their weights once and keep vLLM's kernels."""
+    from vllm.model_executor.layers import utils
+
+    def plain_linear(layer: torch.nn.Module, remove_weight: bool) -> None:
+        layer.cpu_linear = lambda x, weight, bias: torch.nn.functional.linear(x, weight, bias)
+
+    utils.dispatch_cpu_unquantized_gemm = plain_linear
 
 
 class SaveAtComputePoints(TrainerCallback):
@@ -274,29 +306,6 @@ def _shuffling_sampler(loader: object) -> Any:
     return None
 
 
-# Written into each checkpoint saved under DeepSpeed: the data-parallel world size (and ZeRO stage) it was
-# saved at, which a resume must keep (`launch.check_world_size`).
-DEEPSPEED_RECORD = "deepspeed.json"
-
-
-class RecordWorldSize(TrainerCallback):
-    """Records in every checkpoint saved under DeepSpeed its data-parallel world size and ZeRO stage (rank 0).
-
-    DeepSpeed ZeRO partitions the optimizer state by rank and refuses to load it at another world size
-    (deepspeedai/DeepSpeed issues 3810, 2898), which a job would find out only after its allocation started
-    and its model loaded; with the record, the job refuses before the trainer starts.
-    """
-
-    def on_save(
-        self, args: TrainingArguments, state: TrainerState, control: TrainerControl, **_: object
-    ) -> None:
-        plugin = getattr(args, "deepspeed_plugin", None)
-        if plugin is None or not state.is_world_process_zero:
-            return
-        record = {"world_size": args.world_size, "zero_stage": getattr(plugin, "zero_stage", None)}
-        write_json(record, Path(args.output_dir) / f"checkpoint-{state.global_step}" / DEEPSPEED_RECORD)
-
-
 class ProgressLog(TrainerCallback):
     """Appends a `step` event to the run's progress file for every logged optimizer step (rank 0 only)."""
 
@@ -348,6 +357,8 @@ def build_trainer(
             "answer": table["answer"].tolist(),
         }
     )
+    if args.use_vllm and args.vllm_mode == "colocate" and not torch.cuda.is_available():
+        keep_cpu_vllm_weights_writable()
     trainer = GRPOTrainer if selection is None else partial(SelectiveGRPOTrainer, selection=selection)
     return trainer(
         model=model_path,
@@ -486,12 +497,11 @@ def supersede(run_dir: Path, paths: Sequence[Path], reason: str) -> Path:
 
 
 def training_table(log_history: list[dict[str, float]], batch: int) -> pd.DataFrame:
-    """One row per optimizer step with compute in rollouts and in sampled completion tokens."""
-    rows = [
-        {"step": int(entry["step"]), **{name: entry.get(key) for key, name in LOG_COLUMNS.items()}}
-        for entry in log_history
-        if "reward" in entry
-    ]
+    """One row per optimizer step with compute in rollouts and in sampled completion tokens (and, where TRL
+    sampled with vLLM under importance sampling, `VLLM_LOG_COLUMNS`)."""
+    logged = [entry for entry in log_history if "reward" in entry]
+    columns = {**LOG_COLUMNS, **{k: v for k, v in VLLM_LOG_COLUMNS.items() if any(k in e for e in logged)}}
+    rows = [{"step": int(entry["step"]), **{name: entry.get(key) for key, name in columns.items()}} for entry in logged]
     table = pd.DataFrame(rows).drop_duplicates("step", keep="last").sort_values("step", ignore_index=True)
     table["compute_rollouts"] = table["step"] * batch
     table["compute_tokens"] = (table["response_length"] * batch).cumsum()
@@ -564,7 +574,7 @@ def _train(
             reward_function(run.checker),
             run.spec.sampling.chat_template,
             run.launch,
-            callbacks=[ReplayShuffles(), ProgressLog(run.run_dir, run.point.batch), RecordWorldSize(), stop],
+            callbacks=[ReplayShuffles(), ProgressLog(run.run_dir, run.point.batch), stop],
             selection=loss_selection(run),
         )
         if run.launch.report_to:
