@@ -127,6 +127,9 @@ def test_job_settings_reach_the_launch_spec_and_runtime_may_grow_per_attempt() -
     assert rule_resources(DEFAULT, "train_grpo")["runtime"] == 60
     # One machine per job: SLURM may not split a job's GPUs across nodes (`--nodes=1`).
     assert rule_resources(DEFAULT, "train_grpo")["nodes"] == rule_resources(DEFAULT, "evaluate_run")["nodes"] == 1
+    # One task however many GPUs: no plugin release may ask `--ntasks-per-gpu` (srun would start a job per GPU).
+    assert rule_resources(preset("paper.yaml"), "train_grpo")["tasks_per_gpu"] == 0
+    assert "tasks_per_gpu" not in rule_resources(DEFAULT, "train_grpo")
 
 
 def test_the_schema_allows_resources_for_exactly_the_registered_cluster_rules() -> None:

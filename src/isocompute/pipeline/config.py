@@ -457,8 +457,11 @@ def rule_resources(config: Config, rule: str) -> dict[str, Any]:
     if isinstance(resources.get("runtime"), list):
         resources["runtime"] = runtime_per_attempt(resources["runtime"])
     # Every cluster job is one process tree on one machine (`accelerate launch` of training.processes ranks,
-    # a vLLM server beside them): `--gpus=N` alone would let SLURM spread its GPUs over several nodes.
-    return {**resources, "nodes": 1}
+    # a vLLM server beside them): `--gpus=N` alone would let SLURM spread its GPUs over several nodes. And one
+    # task: the SLURM plugin 2.6.1 (Python < 3.13) asks `--ntasks-per-gpu=1` for a GPU job unless told
+    # otherwise, and `srun` would then start the job's nested snakemake once per GPU (2.7+ asks nothing).
+    tasks = {"tasks_per_gpu": 0} if resources.get("gpu") else {}
+    return {**resources, "nodes": 1, **tasks}
 
 
 # The software environments of `--sdm conda`, relative to rules/: PyTorch's CPU build for every rule, or the
