@@ -259,6 +259,7 @@ def test_kill_9_of_the_training_job_then_the_same_command_resumes_at_the_same_wo
 ) -> None:
     seen = killed_and_resumed
     print(f"killed after step {seen['killed_at']}, checkpoints left: {seen['checkpoints_after_kill']}")
+    print(*[line for line in seen["resume_log"].splitlines() if "resuming from" in line], sep="\n")
     assert 3 <= seen["killed_at"] < 8 and "checkpoint-2" in seen["checkpoints_after_kill"]
     resumed_from = seen["starts"][-1]["resume_from"]
     assert resumed_from is not None and resumed_from.startswith("checkpoint-")
@@ -276,6 +277,7 @@ def test_a_resume_on_one_process_is_refused_before_any_process_starts_and_a_fini
     refused = seen["refused"]
     assert refused.returncode != 0
     log = seen["refusal_log"]
+    print(*[line for line in log.splitlines() if "was saved by DeepSpeed" in line], sep="\n")
     assert "was saved by DeepSpeed on 2 training processes" in log and "training.processes=1" in log
     assert "[rank" not in log  # no training process wrote to the job's log
     assert seen["events_unchanged_by_refusal"]  # no attempt started
