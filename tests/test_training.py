@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 from transformers import AutoTokenizer, TrainerControl, TrainerState, TrainingArguments
 
-from isocompute.pipeline.config import launch_spec, without_layout
+from isocompute.pipeline.config import launch_spec
+from isocompute.study.layout import without_layout
 from isocompute.sampling.answers import reward_function
 from isocompute.study.grid import GridError, GridPoint, batch_split, checkpoint_steps
 from isocompute.study.specs import LaunchSpec, Recipe, RolloutEngine, SamplingSpec, TrainingSpec

@@ -35,10 +35,10 @@ from transformers import TrainerCallback, TrainerControl, TrainerState, Training
 from trl import GRPOConfig, GRPOTrainer
 
 from isocompute.files import write_json, write_table, write_text
-from isocompute.pipeline.config import without_layout
 from isocompute.sampling.answers import reward_function
 from isocompute.sampling.prompts import trl_prompt
 from isocompute.study.grid import GridPoint, batch_split, checkpoint_steps, learning_rate, total_steps
+from isocompute.study.layout import without_layout
 from isocompute.study.specs import LaunchSpec, Recipe, RolloutEngine, TrainingSpec
 from isocompute.study.upgrades import changed_settings
 from isocompute.training.checkpoints import checkpoints_of, keep_newest_whole, last_good_checkpoint, step_of
@@ -391,7 +391,7 @@ def loss_selection(run: RunSpec) -> LossSelection | None:
 def run_settings(run: RunSpec, train_problems: pd.DataFrame) -> dict[str, object]:
     """Everything that changes what a run computes, and how far it goes; saved as `run_settings.json`.
 
-    The layout is not among them (`run.launch`, and the vLLM engine's own layout: `config.is_layout`), so a
+    The layout is not among them (`run.launch`, and the vLLM engine's own layout: `study.layout.is_layout`), so a
     run resumes across a change of it; under DeepSpeed ZeRO, on its saved world size only
     (`launch.check_world_size`). Of these, `EXTENT` only says where the run stops and which steps it keeps:
     a run resumes across changes of it.
