@@ -23,7 +23,7 @@ from isocompute.adaptive.rungs import AdaptiveError, AdaptiveSettings, rung_caps
 from isocompute.data.skill_lookup import SkillLookupTask, check_skill_lookup
 from isocompute.data.tasks import ADDITION, SKILL_LOOKUP, SYNTHETIC_SOURCES, AdditionTask, synthetic_task
 from isocompute.study import upgrades
-from isocompute.study.layout import is_layout, without_layout
+from isocompute.study.layout import is_layout
 from isocompute.study.cluster_rules import CLUSTER_RULES, cluster_rule
 from isocompute.study.grid import GridError, GridPoint, LearningRate, batch_split, expand_grid
 from isocompute.study.recipe_ablations import RecipeAblation, configured_recipe_ablations
