@@ -32,7 +32,8 @@ from isocompute.training.launch import (
 )
 from isocompute.training.progress import attempts, read_events
 from isocompute.training.timelimit import TimeLimitReached
-from isocompute.training.trainer import RunSpec, train_run
+from isocompute.training.run_spec import RunSpec
+from isocompute.training.trainer import train_run
 
 SAMPLING = SamplingSpec(temperature=1.0, top_p=1.0, max_new_tokens=4)
 SPEC = TrainingSpec(1e-4, 64, 2, 16, 48, 3, "grpo", SAMPLING)

@@ -32,7 +32,8 @@ from isocompute.sampling.generation import TransformersSampler, VLLMSampler, loa
 from isocompute.sampling.prompts import ContextTooShort, prompt_token_ids, trl_prompt
 from isocompute.study.grid import GridPoint
 from isocompute.study.specs import Recipe, SamplingSpec, TrainingSpec
-from isocompute.training.trainer import build_trainer, grpo_args
+from isocompute.training.trainer import build_trainer
+from isocompute.training.trl_args import grpo_args
 
 BOS, EOT, END_OF_TEXT, EOM = "<|begin_of_text|>", "<|eot_id|>", "<|end_of_text|>", "<|eom_id|>"
 HEADERS = ("<|start_header_id|>", "<|end_header_id|>")

@@ -19,7 +19,8 @@ from isocompute.study.grid import GridPoint
 from isocompute.study.specs import LaunchSpec, Recipe, SamplingSpec, TrainingSpec
 from isocompute.training.launch import free_port
 from isocompute.training.selective_grpo import LossSelection, SelectiveGRPOTrainer
-from isocompute.training.trainer import build_trainer, grpo_args
+from isocompute.training.trainer import build_trainer
+from isocompute.training.trl_args import grpo_args
 
 # Two problems, four completions each: the first group all correct (zero variance), the second mixed.
 REWARDS = torch.tensor([1.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0])

@@ -63,7 +63,7 @@ def _problems(size: int = 256):
 def _run(workdir: Path, name: str, engine=None, launch=None):
     from isocompute.study.grid import GridPoint
     from isocompute.study.specs import Recipe, SamplingSpec, TrainingSpec
-    from isocompute.training.trainer import SINGLE_PROCESS, RunSpec
+    from isocompute.training.run_spec import SINGLE_PROCESS, RunSpec
 
     spec = TrainingSpec(1e-4, 128, 2, 128, 128 * 12, 3, "grpo", SamplingSpec(1.0, 1.0, 8), engine)
     return RunSpec(
@@ -82,7 +82,9 @@ def check_grpo(workdir: Path, on_gpu: bool) -> str:
 
     from isocompute.training.checkpoints import checkpoint_problem, weights_problem
     from isocompute.training.timelimit import TimeLimitReached
-    from isocompute.training.trainer import grpo_args, resume_point, train_run
+    from isocompute.training.resume import resume_point
+    from isocompute.training.trainer import train_run
+    from isocompute.training.trl_args import grpo_args
 
     run = _run(workdir, "grpo")
     args = grpo_args(run.point, run.spec, run.recipe, run.run_dir)

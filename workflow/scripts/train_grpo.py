@@ -16,7 +16,7 @@ from isocompute.script_setup import base_model_of, start_job
 from isocompute.training.launch import TrainingJob, WorldSizeChanged, run_job
 from isocompute.training.runlock import TrainerAlive
 from isocompute.training.timelimit import TimeLimitReached, slurm_deadline
-from isocompute.training.trainer import RunSpec
+from isocompute.training.run_spec import RunSpec
 
 start_job(snakemake.log[0])
 point = snakemake.params.point

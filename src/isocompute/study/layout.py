@@ -1,7 +1,7 @@
 """Which settings lay a job out on devices and jobs rather than change what it computes: such a setting
 reruns nothing, and a run resumes across a change of it (docs/guide/upgrading.md, "Layout"). A study's
 settings, read by the workflow (which keeps them out of every job's params, `pipeline.config`) and by the
-training (which keeps them out of a run's saved settings, `training.trainer.run_settings`) alike.
+training (which keeps them out of a run's saved settings, `training.resume.run_settings`) alike.
 """
 
 from __future__ import annotations

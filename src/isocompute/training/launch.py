@@ -39,7 +39,11 @@ from isocompute.training import runlock
 from isocompute.training.progress import append_event, attempts, read_events, start_attempt
 from isocompute.training.timelimit import TimeLimitReached
 from isocompute.training.checkpoints import saved_world_size, step_of
-from isocompute.training.trainer import RunSpec, last_step, resume_point, run_training, write_outputs
+from isocompute.training.resume import resume_point
+from isocompute.training.run_spec import RunSpec
+from isocompute.training.table import write_outputs
+from isocompute.training.trainer import run_training
+from isocompute.training.trl_args import last_step
 
 JOB_FILE = "job.json"
 
