@@ -16,7 +16,8 @@ rule train_grpo:
         run=one_of(FULL_RUNS),
     conda:
         study_config.conda_env(config, "train_grpo")
-    threads: 1
+    # One core per training process: on a CPU they are the run's devices.
+    threads: config["training"]["processes"]
     resources:
         **study_config.rule_resources(config, "train_grpo"),
     params:

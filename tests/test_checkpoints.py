@@ -22,7 +22,7 @@ from isocompute.study import upgrades
 from isocompute.study.grid import GridPoint
 from isocompute.study.specs import Recipe, RolloutEngine, SamplingSpec, TrainingSpec
 from isocompute.training import checkpoints
-from isocompute.training import trainer as training
+from isocompute.training import callbacks, resume
 from isocompute.training.checkpoints import (
     checkpoint_problem,
     is_weights_only,
@@ -30,7 +30,9 @@ from isocompute.training.checkpoints import (
     last_good_checkpoint,
     weights_problem,
 )
-from isocompute.training.trainer import RUN_SETTINGS, RunSpec, resume_point, train_run
+from isocompute.training.resume import RUN_SETTINGS, resume_point
+from isocompute.training.run_spec import RunSpec
+from isocompute.training.trainer import train_run
 
 SPEC = TrainingSpec(1e-4, 64, 2, 24, 96, 3, "grpo", SamplingSpec(1.0, 1.0, 4))
 POINT = GridPoint("easy", 4, 2, 0)
@@ -53,7 +55,8 @@ def unthinned(
     """The same run as a version before thinning left it: every checkpoint whole (3, 6 and 12)."""
     run_dir = tmp_path_factory.mktemp("unthinned") / "run"
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(training, "keep_newest_whole", lambda *_: None)
+        patch.setattr(callbacks, "keep_newest_whole", lambda *_: None)
+        patch.setattr(resume, "keep_newest_whole", lambda *_: None)
         table, _ = train_run(RunSpec(tiny_model, POINT, SPEC, Recipe(0.0, 0.0), str(run_dir)), pool)
     assert all(checkpoint_problem(run_dir / f"checkpoint-{step}") is None for step in (3, 6, 12))
     return run_dir, table

@@ -132,6 +132,8 @@ def test_job_settings_reach_the_launch_spec_and_runtime_may_grow_per_attempt() -
     # multiplying the job's CPUs by its GPUs; CPU jobs get the plugin's `--ntasks=1` by themselves.
     config["resources"]["train_grpo"] = {"gpu": 8, "cpus_per_task": 64}
     assert rule_resources(config, "train_grpo")["tasks_per_gpu"] == 0
+    # One task however many GPUs: no plugin release may ask `--ntasks-per-gpu` (srun would start a job per GPU).
+    assert rule_resources(preset("paper.yaml"), "train_grpo")["tasks_per_gpu"] == 0
     assert "tasks_per_gpu" not in rule_resources(DEFAULT, "train_grpo")
 
 

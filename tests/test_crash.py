@@ -29,7 +29,7 @@ from isocompute.training.checkpoints import checkpoint_problem, is_weights_only,
 from isocompute.training.launch import TrainingJob, run_job
 from isocompute.training.progress import read_events
 from isocompute.training.runlock import TrainerAlive, trainer_alive
-from isocompute.training.trainer import RunSpec
+from isocompute.training.run_spec import RunSpec
 
 # One run of 2,048 steps (about 30 s on one core), checkpoints at steps 2, 20, 203 and 2,048.
 LONG = "training:\n  compute_max: 16384\n" + ONE_RUN

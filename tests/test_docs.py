@@ -13,7 +13,7 @@ ROOT = Path(__file__).parents[1]
 README_MAX_LINES = 120
 DOC_FOLDERS = ("guide", "reference", "log")
 # Folders whose Markdown is not the repository's documentation: outputs of a run, fixtures, environments.
-SKIPPED_PARTS = {".git", ".snakemake", ".venv", ".venv-vllm-cpu", "venv", "node_modules", "logs", "benchmarks", "__pycache__"}
+SKIPPED_PARTS = {".git", ".snakemake", ".venv", ".venv-cluster-cpu", "venv", "node_modules", "logs", "benchmarks", "__pycache__"}
 
 FENCE = re.compile(r"^\s*(```|~~~)")
 INLINE_CODE = re.compile(r"(`+)(.+?)\1")
@@ -31,7 +31,7 @@ def _skipped(path: Path) -> bool:
 
 def markdown_files() -> list[Path]:
     """The repository's Markdown: what git tracks or would track (so an ignored environment such as CI's
-    .venv-vllm-cpu, full of other projects' READMEs, is not ours to check); outside a git checkout, a walk
+    .venv-cluster-cpu, full of other projects' READMEs, is not ours to check); outside a git checkout, a walk
     that skips the known non-documentation folders."""
     try:
         listed = subprocess.run(

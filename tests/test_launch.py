@@ -6,23 +6,23 @@ import json
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 import torch
 from conftest import REPO
-from transformers import TrainerControl, TrainerState
 
 from isocompute.files import write_table
+from isocompute.sampling.prompts import ContextTooShort
 from isocompute.study.grid import GridPoint
 from isocompute.study.specs import LaunchSpec, Recipe, RolloutEngine, SamplingSpec, TrainingSpec
-from isocompute.training.checkpoints import checkpoint_problem, is_weights_only
+from isocompute.training.checkpoints import checkpoint_problem, is_weights_only, saved_world_size
 from isocompute.training.launch import (
     TrainingJob,
     WorldSizeChanged,
     accelerate_command,
     check_world_size,
+    cpu_environment,
     job_from_dict,
     job_to_dict,
     needs_launcher,
@@ -32,7 +32,8 @@ from isocompute.training.launch import (
 )
 from isocompute.training.progress import attempts, read_events
 from isocompute.training.timelimit import TimeLimitReached
-from isocompute.training.trainer import DEEPSPEED_RECORD, RecordWorldSize, RunSpec, train_run
+from isocompute.training.run_spec import RunSpec
+from isocompute.training.trainer import train_run
 
 SAMPLING = SamplingSpec(temperature=1.0, top_p=1.0, max_new_tokens=4)
 SPEC = TrainingSpec(1e-4, 64, 2, 16, 48, 3, "grpo", SAMPLING)
@@ -51,6 +52,22 @@ def job(
     return TrainingJob(
         run, train_path, str(tmp_path / "train_log.parquet"), str(tmp_path / "checkpoints.json")
     )
+
+
+def test_a_rollout_context_that_cannot_hold_the_longest_prompt_and_its_completion_stops_the_job_first(
+    tiny_model: str, pool: pd.DataFrame, tmp_path: Path
+) -> None:
+    train_path = tmp_path / "train.parquet"
+    write_table(pool, train_path)
+    longest = max(pool["prompt"], key=len)  # the built-in tokenizer: one token a character
+    engine = RolloutEngine("colocate", 0.3, 1, 1, "token_truncate", 2.0, max_model_len=len(longest) + 3)
+    tight = job(tmp_path, str(train_path), tiny_model, 2, dataclasses.replace(SPEC, rollout_engine=engine))
+    with pytest.raises(ContextTooShort) as refused:
+        run_job(tight)
+    message = str(refused.value)
+    assert f"training.vllm.max_model_len={len(longest) + 3}" in message and repr(longest) in message
+    assert "sampling.max_new_tokens=4" in message
+    assert attempts(read_events(tight.run.run_dir)) == []  # stopped before an attempt, let alone a process
 
 
 def test_job_round_trips_through_json(tmp_path: Path) -> None:
@@ -84,6 +101,11 @@ def test_accelerate_and_vllm_server_commands() -> None:
     )
     assert zero3[zero3.index("--config_file") + 1] == "config/accelerate/deepspeed_zero3.yaml"
     assert "--multi_gpu" not in zero3 and "--mixed_precision" not in zero3
+    # On a CPU the config file's bf16 is overridden: DeepSpeed would stop at its mismatch with the trainer's.
+    on_cpu = accelerate_command(LaunchSpec(2, 4, False, "config/accelerate/deepspeed_zero3.yaml"), Path("j"), False, 1)
+    assert on_cpu[on_cpu.index("--mixed_precision") + 1] == "no" and "--config_file" in on_cpu
+    assert cpu_environment(LaunchSpec(2, 4, False, ZERO3))["DS_ACCELERATOR"] == "cpu"
+    assert "DS_ACCELERATOR" not in cpu_environment(LaunchSpec(2, 4, False, None))
     server = server_command("Qwen/Qwen2.5-7B-Instruct", SERVER, 41000)
     assert server[:3] == [sys.executable, "-m", "trl.scripts.vllm_serve"]
     options = dict(zip(server[3::2], server[4::2]))
@@ -171,15 +193,14 @@ def test_launched_ranks_save_one_step_before_the_time_limit_and_the_next_job_res
 ZERO3 = str(REPO / "config" / "accelerate" / "deepspeed_zero3.yaml")
 
 
-def test_a_checkpoint_saved_under_deepspeed_records_its_world_size(tmp_path: Path) -> None:
-    # Stands in for TrainingArguments under DeepSpeed on 8 GPUs, which this machine cannot run.
-    mock_deepspeed_args = SimpleNamespace(
-        deepspeed_plugin=SimpleNamespace(zero_stage=3), world_size=8, output_dir=str(tmp_path)
-    )
-    (tmp_path / "checkpoint-5").mkdir()
-    RecordWorldSize().on_save(mock_deepspeed_args, TrainerState(global_step=5), TrainerControl())
-    record = json.loads((tmp_path / "checkpoint-5" / DEEPSPEED_RECORD).read_text())
-    assert record == {"world_size": 8, "zero_stage": 3}
+def as_deepspeed_saved_it(checkpoint: Path, ranks: int) -> None:
+    """Gives a checkpoint DeepSpeed's own files for `ranks` data-parallel ranks, as ZeRO-3 saves them."""
+    engine = checkpoint / f"global_step{checkpoint.name.split('-')[1]}"
+    engine.mkdir()
+    for rank in range(ranks):
+        for kind in ("model", "optim"):
+            torch.save({}, engine / f"zero_pp_rank_{rank}_mp_rank_00_{kind}_states.pt")
+    (checkpoint / "latest").write_text(engine.name)
 
 
 def test_a_deepspeed_checkpoint_is_resumed_only_on_its_world_size_and_refused_before_training(
@@ -188,11 +209,13 @@ def test_a_deepspeed_checkpoint_is_resumed_only_on_its_world_size_and_refused_be
     train_path = tmp_path / "train.parquet"
     write_table(pool, train_path)
     one = job(tmp_path, str(train_path), tiny_model, processes=1)
-    train_run(one.run, pool)
+    # Stopped at checkpoint-3 (a rung's end, or a job preempted there) of a run that goes on to step 6.
+    at_three = dataclasses.replace(one.run, until_step=3)
+    train_run(at_three, pool)
     run_dir = Path(one.run.run_dir)
-    assert not list(run_dir.glob(f"checkpoint-*/{DEEPSPEED_RECORD}"))  # no DeepSpeed, no record
-    # As DeepSpeed on 2 GPUs would have saved it.
-    (run_dir / "checkpoint-6" / DEEPSPEED_RECORD).write_text(json.dumps({"world_size": 2, "zero_stage": 3}))
+    assert saved_world_size(run_dir / "checkpoint-3") is None  # no DeepSpeed
+    as_deepspeed_saved_it(run_dir / "checkpoint-3", ranks=2)
+    assert checkpoint_problem(run_dir / "checkpoint-3") is None and saved_world_size(run_dir / "checkpoint-3") == 2
     on_four = dataclasses.replace(one.run.launch, processes=4, accelerate_config=ZERO3)
     events = read_events(run_dir)
     with pytest.raises(WorldSizeChanged) as refused:
@@ -201,5 +224,10 @@ def test_a_deepspeed_checkpoint_is_resumed_only_on_its_world_size_and_refused_be
     assert "on 2 training processes" in message and "training.processes=4" in message
     assert "training.processes: 2" in message and "ds_to_universal" in message
     assert read_events(run_dir) == events  # refused before an attempt started
-    check_world_size(str(run_dir / "checkpoint-6"), dataclasses.replace(on_four, processes=2))
-    check_world_size(str(run_dir / "checkpoint-6"), dataclasses.replace(on_four, accelerate_config=None))
+    check_world_size(str(run_dir / "checkpoint-3"), dataclasses.replace(on_four, processes=2), 6)
+    check_world_size(str(run_dir / "checkpoint-3"), dataclasses.replace(on_four, accelerate_config=None), 6)
+    # Where the job's training ends at the checkpoint, nothing is refused and nothing launched (DeepSpeed is
+    # not even installed here): its outputs are written from the checkpoint's trainer state.
+    run_job(dataclasses.replace(one, run=dataclasses.replace(at_three, launch=on_four)))
+    assert attempts(read_events(run_dir))[-1].outcome == "finished"
+    assert pd.read_parquet(one.log_table)["step"].tolist() == [1, 2, 3]

@@ -25,7 +25,9 @@ from isocompute.study.grid import GridPoint
 from isocompute.study.specs import LaunchSpec, Recipe, SamplingSpec, TrainingSpec
 from isocompute.training.length_grouping import length_grouped, tokens
 from isocompute.training.selective_grpo import LossSelection
-from isocompute.training.trainer import RunSpec, build_trainer, grpo_args, loss_selection
+from isocompute.training.run_spec import RunSpec
+from isocompute.training.trainer import build_trainer, loss_selection
+from isocompute.training.trl_args import grpo_args
 
 POINT = GridPoint("easy", 4, 4, 0)  # 16 completions per step
 MICRO = 4  # completions per micro-batch: 4 micro-batches, TRL's steps_per_generation

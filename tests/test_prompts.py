@@ -29,10 +29,11 @@ from transformers import (
 
 from isocompute.sampling.answers import reward_function
 from isocompute.sampling.generation import TransformersSampler, VLLMSampler, load_for_sampling, stop_token_ids
-from isocompute.sampling.prompts import prompt_token_ids, trl_prompt
+from isocompute.sampling.prompts import ContextTooShort, prompt_token_ids, trl_prompt
 from isocompute.study.grid import GridPoint
 from isocompute.study.specs import Recipe, SamplingSpec, TrainingSpec
-from isocompute.training.trainer import build_trainer, grpo_args
+from isocompute.training.trainer import build_trainer
+from isocompute.training.trl_args import grpo_args
 
 BOS, EOT, END_OF_TEXT, EOM = "<|begin_of_text|>", "<|eot_id|>", "<|end_of_text|>", "<|eom_id|>"
 HEADERS = ("<|start_header_id|>", "<|end_header_id|>")
@@ -139,8 +140,9 @@ def test_transformers_sampler_generates_from_trls_prompt_ids_and_stops(
 class RecordingLLMWithoutGPU:
     """Stands in for vLLM's `LLM` where no GPU (or vLLM build) is: records each request, answers "7"."""
 
-    def __init__(self, model: str, **_: Any) -> None:
+    def __init__(self, model: str, max_model_len: int = 128, **_: Any) -> None:
         self.model = model
+        self.model_config = types.SimpleNamespace(max_model_len=max_model_len)  # vLLM resolves null to the model's
         self.requests: list[Any] = []
 
     def generate(self, prompts: list[Any], params: dict[str, Any], use_tqdm: bool) -> list[Any]:
@@ -165,6 +167,28 @@ def test_vllm_sampler_sends_trls_prompt_ids_and_every_sampling_setting(
     assert params == {"n": 3, "temperature": 0.6, "top_p": 1.0, "top_k": 0, "min_p": 0.0,
                       "repetition_penalty": 1.0, "max_tokens": 4}  # fmt: skip
     assert [[c.text for c in group] for group in groups] == [["7"] * 3] * 3
+
+
+def test_a_vllm_context_that_cannot_hold_a_prompt_and_its_completion_is_refused_naming_key_and_prompt(
+    llama_like: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vLLM would end such a completion at its context silently (FINISHED_LENGTH_CAPPED)."""
+    vllm_without_gpu = types.ModuleType("vllm")
+    vllm_without_gpu.LLM = RecordingLLMWithoutGPU  # type: ignore[attr-defined]
+    vllm_without_gpu.SamplingParams = dict  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "vllm", vllm_without_gpu)
+    tokenizer = AutoTokenizer.from_pretrained(llama_like)
+    ids = prompt_token_ids(tokenizer, PROMPTS, True)
+    longest = max(range(len(PROMPTS)), key=lambda i: len(ids[i]))
+    fits = len(ids[longest]) + 4
+    roomy = VLLMSampler(llama_like, SamplingSpec(0.6, 1.0, 4, chat_template=True), 0, engine_kwargs={"max_model_len": fits})
+    assert len(roomy.sample(PROMPTS, k=1)) == len(PROMPTS)
+    tight = VLLMSampler(llama_like, SamplingSpec(0.6, 1.0, 4, chat_template=True), 0, engine_kwargs={"max_model_len": fits - 1})
+    with pytest.raises(ContextTooShort) as refused:
+        tight.sample(PROMPTS, k=1)
+    message = str(refused.value)
+    assert f"generation.vllm_engine_kwargs.max_model_len={fits - 1}" in message and repr(PROMPTS[longest]) in message
+    assert f"sampling.max_new_tokens=4 = {fits}" in message and tight.engine.requests == []
 
 
 def test_a_saved_generation_config_changes_no_sample(

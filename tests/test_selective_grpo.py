@@ -3,6 +3,8 @@ real model, term by term against a hand computation, and TRL's own advantages ov
 
 from __future__ import annotations
 
+import copy
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +19,8 @@ from isocompute.study.grid import GridPoint
 from isocompute.study.specs import LaunchSpec, Recipe, SamplingSpec, TrainingSpec
 from isocompute.training.launch import free_port
 from isocompute.training.selective_grpo import LossSelection, SelectiveGRPOTrainer
-from isocompute.training.trainer import build_trainer, grpo_args
+from isocompute.training.trainer import build_trainer
+from isocompute.training.trl_args import grpo_args
 
 # Two problems, four completions each: the first group all correct (zero variance), the second mixed.
 REWARDS = torch.tensor([1.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0])
@@ -252,3 +255,23 @@ def test_settings_the_subclass_does_not_reproduce_are_refused(
 ) -> None:
     with pytest.raises(ValueError, match="n_update=4 must lie in"):
         trainer(tiny_model, pool, tmp_path, LossSelection(None, 4, 0))
+
+
+@pytest.mark.parametrize(
+    "setting, named",
+    [({"steps_per_generation": 1}, "steps_per_generation != gradient_accumulation_steps"), ({"num_iterations": 2}, "num_iterations != 1")],
+)
+def test_the_step_level_loss_refuses_a_generation_batch_that_is_not_one_optimizer_step(
+    tiny_model: str, pool: pd.DataFrame, tmp_path: Path, setting: dict, named: str
+) -> None:
+    """Two micro-batches per step (as length grouping takes them): TRL's mapping works, and breaking either
+    half of it (a generation per micro-batch, or a generation batch used twice) is refused."""
+    launch = LaunchSpec(1, 4, activation_checkpointing=False, accelerate_config=None)
+    args = grpo_args(GridPoint("easy", 2, 4, 0), spec(), Recipe(BETA, ENTROPY), tmp_path, launch)
+    assert args.gradient_accumulation_steps == args.steps_per_generation == 2
+    build_trainer(tiny_model, pool, args, [], reward_function("exact"), selection=LossSelection())
+    broken = copy.copy(args)
+    for key, value in setting.items():
+        setattr(broken, key, value)
+    with pytest.raises(ValueError, match=re.escape(named)):
+        build_trainer(tiny_model, pool, broken, [], reward_function("exact"), selection=LossSelection())

@@ -15,7 +15,8 @@ from isocompute.training import timelimit
 from isocompute.training.checkpoints import checkpoint_problem
 from isocompute.training.progress import read_events
 from isocompute.training.timelimit import StopBeforeTimeLimit, TimeLimitReached, parse_time_left
-from isocompute.training.trainer import RunSpec, train_run
+from isocompute.training.run_spec import RunSpec
+from isocompute.training.trainer import train_run
 
 SPEC = TrainingSpec(1e-4, 64, 2, 24, 96, 3, "grpo", SamplingSpec(1.0, 1.0, 4))
 

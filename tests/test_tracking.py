@@ -11,7 +11,8 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from isocompute.study.grid import GridPoint
 from isocompute.study.specs import Recipe, SamplingSpec, TrainingSpec
 from isocompute.training.tracking import TENSORBOARD_DIR, tracked_run_id
-from isocompute.training.trainer import SINGLE_PROCESS, RunSpec, train_run
+from isocompute.training.run_spec import SINGLE_PROCESS, RunSpec
+from isocompute.training.trainer import train_run
 
 SPEC = TrainingSpec(1e-4, 64, 2, 24, 96, 3, "grpo", SamplingSpec(1.0, 1.0, 4))
 

@@ -8,20 +8,17 @@ import pandas as pd
 import pytest
 from transformers import AutoTokenizer, TrainerControl, TrainerState, TrainingArguments
 
-from isocompute.pipeline.config import launch_spec, without_layout
+from isocompute.pipeline.config import launch_spec
+from isocompute.study.layout import without_layout
 from isocompute.sampling.answers import reward_function
 from isocompute.study.grid import GridError, GridPoint, batch_split, checkpoint_steps
 from isocompute.study.specs import LaunchSpec, Recipe, RolloutEngine, SamplingSpec, TrainingSpec
-from isocompute.training import trainer as training
+from isocompute.training import callbacks
 from isocompute.training.checkpoints import checkpoint_problem, is_weights_only, weights_problem
-from isocompute.training.trainer import (
-    SINGLE_PROCESS,
-    RunSpec,
-    SaveAtComputePoints,
-    build_trainer,
-    grpo_args,
-    train_run,
-)
+from isocompute.training.callbacks import SaveAtComputePoints
+from isocompute.training.run_spec import SINGLE_PROCESS, RunSpec
+from isocompute.training.trainer import build_trainer, train_run
+from isocompute.training.trl_args import grpo_args
 
 SAMPLING = SamplingSpec(temperature=1.0, top_p=1.0, max_new_tokens=4)
 # The layout keys of a training block, as the paper preset sets them.
@@ -214,8 +211,8 @@ class Clock:
 
 def test_resume_checkpoints_follow_the_wall_clock(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     clock = Clock()
-    monkeypatch.setattr(training, "time", clock)
-    monkeypatch.setattr(training, "keep_newest_whole", lambda *_: None)
+    monkeypatch.setattr(callbacks, "time", clock)
+    monkeypatch.setattr(callbacks, "keep_newest_whole", lambda *_: None)
     save = SaveAtComputePoints([4], resume_every_minutes=1.0)
     args = TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to="none")
     state = TrainerState(max_steps=12)
@@ -241,7 +238,7 @@ def test_a_run_resumed_after_its_first_epoch_sees_the_problems_in_the_same_order
     tiny_model: str, pool: pd.DataFrame, tmp_path: Path
 ) -> None:
     # 12 problems at B_problem = 4: 3 steps per epoch, so checkpoint-6 lies two epochs into the run, and
-    # TRL's sampler must draw the two earlier epochs' shuffles again (training.ReplayShuffles)
+    # TRL's sampler must draw the two earlier epochs' shuffles again (callbacks.ReplayShuffles)
     point, problems = GridPoint("easy", 4, 2, 0), pool.head(12)
     full, _ = train_run(RunSpec(tiny_model, point, spec(), Recipe(0.0, 0.0), str(tmp_path / "full")), problems)
     run_dir = tmp_path / "resumed"

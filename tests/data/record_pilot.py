@@ -20,7 +20,7 @@ from isocompute.study.grid import GridPoint
 from isocompute.study.specs import Recipe, SamplingSpec, TrainingSpec
 from isocompute.training.launch import TrainingJob, run_job
 from isocompute.training.progress import PROGRESS_FILE
-from isocompute.training.trainer import RunSpec
+from isocompute.training.run_spec import RunSpec
 
 STEPS = 24
 OUT = Path(__file__).resolve().parent / "pilot"

@@ -3,7 +3,9 @@
 #   bash tests/gpu/check.sh [WORKDIR]
 # TRL GRPO steps in bf16 with the project's own small model, the transformers sampler on the GPU, and,
 # where vllm / deepspeed are installed (pip install -e '.[vllm,deepspeed]'), TRL's colocated vLLM,
-# DeepSpeed ZeRO-3, and both together on 2 ranks (the paper preset's layout; needs 2 GPUs). Each check prints PASS, SKIP (with why) or FAIL; the script exits 1 if any failed,
+# DeepSpeed ZeRO-3 (stopped and resumed), and both on 2 ranks with vLLM in sleep mode (needs 2 GPUs); the
+# CPU runs the rest of that path (tests/test_cluster_cpu.py). Each check prints PASS, SKIP (with why) or
+# FAIL; the script exits 1 if any failed,
 # 77 if no CUDA device is visible (nothing checked), else 0. Record its output in docs/guide/running-at-scale.md.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1

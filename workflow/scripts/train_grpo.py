@@ -11,11 +11,12 @@ import sys
 import pandas as pd
 
 from isocompute.pipeline.config import launch_spec, recipe_spec, training_spec, with_layout
+from isocompute.sampling.prompts import ContextTooShort
 from isocompute.script_setup import base_model_of, start_job
 from isocompute.training.launch import TrainingJob, WorldSizeChanged, run_job
 from isocompute.training.runlock import TrainerAlive
 from isocompute.training.timelimit import TimeLimitReached, slurm_deadline
-from isocompute.training.trainer import RunSpec
+from isocompute.training.run_spec import RunSpec
 
 start_job(snakemake.log[0])
 point = snakemake.params.point
@@ -36,7 +37,7 @@ run = RunSpec(
 job = TrainingJob(run, snakemake.input.train, snakemake.output.log_table, snakemake.output.checkpoints)
 try:
     run_job(job, slurm_deadline())
-except (TimeLimitReached, TrainerAlive, WorldSizeChanged) as stop:
+except (TimeLimitReached, TrainerAlive, WorldSizeChanged, ContextTooShort) as stop:
     logging.warning("%s", stop)
     sys.exit(1)
 table = pd.read_parquet(job.log_table)

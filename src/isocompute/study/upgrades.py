@@ -10,7 +10,7 @@ holds that value; any other value is a change like any other, and reruns what it
 
 Fields present when a study started are never left out, so the stored params of a running study keep
 their form: a field goes into `ADDED_SETTINGS` only in the change that adds it (docs/guide/upgrading.md). For
-the same reason the layout fields that were params when layout left them (`config.is_layout`) stay in the
+the same reason the layout fields that were params when layout left them (`layout.is_layout`) stay in the
 params at a frozen value, in their stored place (`FROZEN_LAYOUT`, `with_frozen_layout`).
 """
 
@@ -35,7 +35,7 @@ CONFIG_PATHS = {
     "point": "grid",
 }
 
-# Layout fields (`config.is_layout`) that were among the params when layout left them: each keeps a place
+# Layout fields (`layout.is_layout`) that were among the params when layout left them: each keeps a place
 # in the params at this value, whatever the config says, so that the params Snakemake stored for a study
 # started before (at these values: the default and every preset's training block) compare equal and rerun
 # nothing. The job itself reads the config's value (`config.with_layout`). Layout fields added since are

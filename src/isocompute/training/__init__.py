@@ -1,6 +1,7 @@
-"""GRPO training of one grid point with TRL: the trainer and its recipe, launching it on the job's devices,
-checkpoints, progress, the run lock, the time limit, tracking, selective GRPO and length-grouped micro-
-batches.
+"""GRPO training of one grid point with TRL: the run (`trainer`), its spec (`run_spec`), its TRL arguments
+(`trl_args`), its callbacks, its resume point and saved settings (`resume`), its training table (`table`),
+launching it on the job's devices, checkpoints, progress, the run lock, the time limit, tracking, selective
+GRPO and length-grouped micro-batches.
 
 Public names load from their modules on first use (`isocompute.exports`).
 """
@@ -8,18 +9,24 @@ Public names load from their modules on first use (`isocompute.exports`).
 from isocompute.exports import lazy_exports
 
 EXPORTS = {
+    "ProgressLog": "callbacks",
+    "ReplayShuffles": "callbacks",
+    "SaveAtComputePoints": "callbacks",
     "checkpoint_problem": "checkpoints",
     "checkpoints_of": "checkpoints",
     "is_weights_only": "checkpoints",
     "keep_newest_whole": "checkpoints",
     "last_good_checkpoint": "checkpoints",
+    "saved_world_size": "checkpoints",
     "step_of": "checkpoints",
     "thin_finished_run": "checkpoints",
     "weights_problem": "checkpoints",
     "TrainingJob": "launch",
     "WorldSizeChanged": "launch",
     "accelerate_command": "launch",
+    "check_rollout_context": "launch",
     "check_world_size": "launch",
+    "cpu_environment": "launch",
     "free_port": "launch",
     "job_from_dict": "launch",
     "job_to_dict": "launch",
@@ -36,6 +43,12 @@ EXPORTS = {
     "read_event_file": "progress",
     "read_events": "progress",
     "start_attempt": "progress",
+    "RUN_SETTINGS": "resume",
+    "resume_point": "resume",
+    "run_settings": "resume",
+    "supersede": "resume",
+    "RunSpec": "run_spec",
+    "SINGLE_PROCESS": "run_spec",
     "TrainerAlive": "runlock",
     "TrainerLock": "runlock",
     "describe_holder": "runlock",
@@ -43,6 +56,10 @@ EXPORTS = {
     "trainer_alive": "runlock",
     "LossSelection": "selective_grpo",
     "SelectiveGRPOTrainer": "selective_grpo",
+    "LOG_COLUMNS": "table",
+    "VLLM_LOG_COLUMNS": "table",
+    "training_table": "table",
+    "write_outputs": "table",
     "StopBeforeTimeLimit": "timelimit",
     "TimeLimitReached": "timelimit",
     "any_rank": "timelimit",
@@ -53,18 +70,14 @@ EXPORTS = {
     "tracked_run_id": "tracking",
     "tracked_run_name": "tracking",
     "tracking_environment": "tracking",
-    "DEEPSPEED_RECORD": "trainer",
-    "RUN_SETTINGS": "trainer",
-    "RecordWorldSize": "trainer",
-    "RunSpec": "trainer",
-    "SINGLE_PROCESS": "trainer",
-    "SaveAtComputePoints": "trainer",
     "build_trainer": "trainer",
-    "grpo_args": "trainer",
+    "keep_cpu_vllm_weights_writable": "trainer",
     "loss_selection": "trainer",
-    "resume_point": "trainer",
     "run_training": "trainer",
     "train_run": "trainer",
-    "write_outputs": "trainer",
+    "TRL_VLLM_PORTS": "trl_args",
+    "grpo_args": "trl_args",
+    "last_step": "trl_args",
+    "rollout_engine_args": "trl_args",
 }
 __getattr__, __dir__ = lazy_exports(__name__, EXPORTS)

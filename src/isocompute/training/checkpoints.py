@@ -34,8 +34,10 @@ LOG = logging.getLogger(__name__)
 CHECKPOINT = re.compile(r"^checkpoint-(\d+)$")
 # The mark of a checkpoint thinned to what evaluation reads: written before anything is removed.
 WEIGHTS_ONLY = "weights_only.json"
-# What a resume reads besides the weights and trainer_state.json (transformers' and DeepSpeed's names).
-RESUME_STATE = ("optimizer.pt", "scheduler.pt", "scaler.pt", "rng_state*.pth", "zero_to_fp32.py")
+# What a resume reads besides the weights and trainer_state.json (transformers' and DeepSpeed's names), and
+# the scripts DeepSpeed 0.19.8 writes beside its shards to convert them (`zero_to_fp32.py`, `zero_to_torch.py`),
+# useless once the shards are gone.
+RESUME_STATE = ("optimizer.pt", "scheduler.pt", "scaler.pt", "rng_state*.pth", "zero_to_fp32.py", "zero_to_torch.py")
 
 
 def checkpoints_of(run_dir: str | Path) -> list[tuple[int, Path]]:
@@ -76,7 +78,7 @@ def checkpoint_problem(path: str | Path) -> str | None:
         return problem
     if is_weights_only(path):
         return f"weights only ({WEIGHTS_ONLY}): no optimizer state"
-    deepspeed = _deepspeed_state(path)
+    deepspeed = deepspeed_state(path)
     problem = _weights_problem(path, deepspeed is not None) or _optimizer_problem(path, deepspeed)
     if problem:
         return problem
@@ -181,7 +183,7 @@ def thin(path: str | Path) -> None:
             return
         removed = "optimizer, scheduler and RNG states, DeepSpeed engine state"
         write_json({"removed": removed}, path / WEIGHTS_ONLY)
-    engine = _deepspeed_state(path)
+    engine = deepspeed_state(path)
     if engine is not None:
         _remove(engine)
         _remove(path / "latest")
@@ -198,12 +200,28 @@ def _remove(path: Path) -> None:
         os.remove(path)
 
 
-def _deepspeed_state(path: Path) -> Path | None:
+def deepspeed_state(path: Path) -> Path | None:
     """The DeepSpeed engine's folder (`latest` names it) when the checkpoint was saved under DeepSpeed."""
     latest = path / "latest"
     if not latest.is_file():
         return None
     return path / latest.read_text().strip()
+
+
+# DeepSpeed's per-rank optimizer shard (ZeRO stages 1-3; `bf16_` prefixed under its bf16 optimizer).
+OPTIMIZER_SHARD = re.compile(r"zero_pp_rank_(\d+)_mp_rank_\d+_optim_states\.pt$")
+
+
+def saved_world_size(path: str | Path) -> int | None:
+    """The data-parallel world size a checkpoint was saved at under DeepSpeed, from DeepSpeed's own files:
+    one optimizer shard per rank in the folder `latest` names. None for a checkpoint saved without
+    DeepSpeed or thinned to its weights. No record of our own is needed (nor can one be missing from a
+    whole checkpoint)."""
+    engine = deepspeed_state(Path(path))
+    if engine is None or not engine.is_dir():
+        return None
+    ranks = {match.group(1) for shard in engine.iterdir() if (match := OPTIMIZER_SHARD.search(shard.name))}
+    return len(ranks) or None
 
 
 def _weights_problem(path: Path, deepspeed: bool) -> str | None:

@@ -27,15 +27,23 @@ import pandas as pd
 import torch
 import yaml
 from accelerate import PartialState
+from transformers import AutoConfig, AutoTokenizer
 
 from isocompute.errors import IsoComputeError
+from isocompute.sampling.generation import CPU_VLLM_ENVIRONMENT
+from isocompute.sampling.prompts import check_context, prompt_token_ids
 from isocompute.files import write_json
 from isocompute.study.grid import GridPoint, total_steps
 from isocompute.study.specs import LaunchSpec, Recipe, RolloutEngine, SamplingSpec, TrainingSpec
 from isocompute.training import runlock
 from isocompute.training.progress import append_event, attempts, read_events, start_attempt
 from isocompute.training.timelimit import TimeLimitReached
-from isocompute.training.trainer import DEEPSPEED_RECORD, RunSpec, resume_point, run_training, write_outputs
+from isocompute.training.checkpoints import saved_world_size, step_of
+from isocompute.training.resume import resume_point
+from isocompute.training.run_spec import RunSpec
+from isocompute.training.table import write_outputs
+from isocompute.training.trainer import run_training
+from isocompute.training.trl_args import last_step
 
 JOB_FILE = "job.json"
 
@@ -96,29 +104,41 @@ def uses_deepspeed(launch: LaunchSpec) -> bool:
     return str(settings.get("distributed_type", "")).upper() == "DEEPSPEED"
 
 
-def check_world_size(resume: str | None, launch: LaunchSpec) -> None:
-    """Refuse, before any process starts, to resume a checkpoint saved under DeepSpeed on another number of
-    training processes: ZeRO partitions the optimizer state by data-parallel rank and DeepSpeed refuses it
-    at another world size, after the job's allocation has started and its model has loaded. A run without
-    DeepSpeed (one process, or DDP) resumes on any number; so does a checkpoint without the record (saved
-    before it existed, or cut off between its trainer state and the record)."""
-    if resume is None or not uses_deepspeed(launch):
+def check_world_size(resume: str | None, launch: LaunchSpec, stop_step: int) -> None:
+    """Refuse, before any process starts, to go on from a checkpoint saved under DeepSpeed on another number
+    of training processes: ZeRO partitions the optimizer state by data-parallel rank and DeepSpeed refuses it
+    at another world size, after the job's allocation has started and its model has loaded. Only where
+    training is left (`resume` below `stop_step`, where this job's training stops): a finished run's outputs are
+    written from its trainer state alone, on any number of processes. A run without DeepSpeed (one process,
+    or DDP) resumes on any number."""
+    if resume is None or step_of(resume) >= stop_step or not uses_deepspeed(launch):
         return
-    record = Path(resume) / DEEPSPEED_RECORD
-    if not record.is_file():
-        return
-    saved = json.loads(record.read_text())
-    if saved["world_size"] == launch.processes:
+    saved = saved_world_size(resume)
+    if saved is None or saved == launch.processes:
         return
     raise WorldSizeChanged(
-        f"{resume} was saved by DeepSpeed (ZeRO stage {saved['zero_stage']}) on {saved['world_size']} "
-        f"training processes, and this job would resume it on training.processes={launch.processes}: "
-        "DeepSpeed refuses a ZeRO checkpoint at another data-parallel world size. Resubmit with "
-        f"training.processes: {saved['world_size']} (and resources.train_grpo.gpu to match), or move "
-        "the run's checkpoint-* folders aside to train it afresh on this count. DeepSpeed's ds_to_universal "
-        "converts a ZeRO checkpoint for another world size, but this pipeline does not resume from a "
-        "universal checkpoint (docs/guide/running-at-scale.md)."
+        f"{resume} was saved by DeepSpeed on {saved} training processes (one optimizer shard per rank), "
+        f"and this job would resume it on training.processes={launch.processes}: DeepSpeed refuses a ZeRO "
+        f"checkpoint at another data-parallel world size. Resubmit with training.processes: {saved} (and "
+        "resources.train_grpo.gpu to match), or move the run's checkpoint-* folders aside to train it afresh "
+        "on this count. DeepSpeed's ds_to_universal converts a ZeRO checkpoint for another world size, but "
+        "this pipeline does not resume from a universal checkpoint (docs/guide/running-at-scale.md)."
     )
+
+
+def check_rollout_context(run: RunSpec, problems: pd.DataFrame) -> None:
+    """Refuse, before any process starts, a vLLM context (`training.vllm.max_model_len`, or the model's own
+    where it is null, as TRL's engine takes it) that cannot hold the longest training prompt plus
+    `max_new_tokens` (`prompts.check_context`)."""
+    engine = run.spec.rollout_engine
+    if engine is None:
+        return
+    sampling = run.spec.sampling
+    tokenizer = AutoTokenizer.from_pretrained(run.model_path)
+    context = engine.max_model_len or AutoConfig.from_pretrained(run.model_path).max_position_embeddings
+    prompts = problems["prompt"].tolist()
+    ids = prompt_token_ids(tokenizer, prompts, sampling.chat_template)
+    check_context(ids, prompts, sampling.max_new_tokens, context, "training.vllm.max_model_len")
 
 
 def split_devices(devices: list[str], processes: int, server_gpus: int) -> tuple[list[str], list[str]]:
@@ -143,16 +163,29 @@ def accelerate_command(launch: LaunchSpec, job_file: Path, on_gpu: bool, main_po
     """`accelerate launch` of this module on `launch.processes` processes of one machine.
 
     `main_port` is the ranks' rendezvous port: two runs on one node must not share torch's default.
+    The precision is the config file's on GPUs and `no` on a CPU (given on the command line, it overrides
+    the file's): the project's ZeRO-3 config asks for bf16, which the trainer turns on only on a GPU, and
+    DeepSpeed stops at the mismatch ("ds bf16.enabled=True vs hf bf16|bf16_full_eval=False").
     """
     command = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(launch.processes)]
     command += ["--num_machines", "1", "--main_process_port", str(main_port), "--dynamo_backend", "no"]
     if launch.accelerate_config:
         command += ["--config_file", launch.accelerate_config]
-    else:
+    if not on_gpu or not launch.accelerate_config:
         command += ["--mixed_precision", "bf16" if on_gpu else "no"]
-        if launch.processes > 1:
-            command.append("--multi_gpu")
+    if not launch.accelerate_config and launch.processes > 1:
+        command.append("--multi_gpu")
     return command + ["-m", "isocompute.training.launch", str(job_file)]
+
+
+def cpu_environment(launch: LaunchSpec) -> dict[str, str]:
+    """What the training processes need on a machine without a GPU, beside what the caller set: DeepSpeed's
+    CPU accelerator (it picks CUDA's otherwise and fails; over gloo where oneCCL is missing) and vLLM's CPU
+    build's settings (`generation.CPU_VLLM_ENVIRONMENT`)."""
+    env = {**CPU_VLLM_ENVIRONMENT}
+    if uses_deepspeed(launch):
+        env["DS_ACCELERATOR"] = "cpu"
+    return {key: value for key, value in env.items() if key not in os.environ}
 
 
 def server_command(model_path: str, engine: RolloutEngine, port: int) -> list[str]:
@@ -192,19 +225,23 @@ def run_job(job: TrainingJob, deadline: float | None = None) -> None:
 
     `deadline` is the job's time limit (seconds since the epoch; `timelimit.slurm_deadline`): before it the
     run saves and `TimeLimitReached` is raised. Raises `runlock.TrainerAlive` while a trainer of an earlier
-    attempt still writes the run folder, and `WorldSizeChanged` for a DeepSpeed checkpoint it cannot resume.
+    attempt still writes the run folder, `WorldSizeChanged` for a DeepSpeed checkpoint it cannot resume, and
+    `prompts.ContextTooShort` for a vLLM context that would cut completions short.
     """
     run = job.run
     problems = pd.read_parquet(job.train_path)
     with runlock.TrainerLock(run.run_dir):
         resume = resume_point(run, problems)
-        check_world_size(resume, run.launch)
+        stop = last_step(run.point, run.spec, run.until_step)
+        check_world_size(resume, run.launch, stop)
+        check_rollout_context(run, problems)
         steps = total_steps(run.point.batch, run.spec.compute_max)
         gpus = len(visible_devices())
         start_attempt(run.run_dir, gpus, resume, steps, run.point.batch, os.environ.get("SLURM_JOB_ID"))
         outcome = "failed"
         try:
-            if needs_launcher(run):
+            # With no training left the outputs come from the checkpoint's trainer state: no process to launch.
+            if needs_launcher(run) and (resume is None or step_of(resume) < stop):
                 _launch(job, resume, deadline)
             else:
                 write_outputs(
@@ -236,7 +273,7 @@ def _launch(job: TrainingJob, resume: str | None, deadline: float | None) -> Non
     on_gpu = torch.cuda.is_available()
     if server_gpus and not on_gpu:
         raise RuntimeError("training.vllm.mode=server needs GPUs, and this job sees none")
-    env = dict(os.environ)
+    env = dict(os.environ) if on_gpu else {**os.environ, **cpu_environment(run.launch)}
     server = None
     if on_gpu:
         train_devices, server_devices = split_devices(visible_devices(), run.launch.processes, server_gpus)

@@ -113,9 +113,17 @@ class SelectiveGRPOTrainer(GRPOTrainer):
             "top_entropy_quantile < 1": self.top_entropy_quantile < 1.0,
             "use_adaptive_entropy": self.use_adaptive_entropy,
             "importance_sampling_level=sequence": self.importance_sampling_level != "token",
+            # The step's normalizers and the length-grouped micro-batches take one generation batch to be
+            # one optimizer step, used once: otherwise a step mixes two batches' normalizers, or reuses one.
+            "steps_per_generation != gradient_accumulation_steps": self.args.steps_per_generation
+            != self.args.gradient_accumulation_steps,
+            "num_iterations != 1": self.num_iterations != 1,
         }
         if any(unsupported.values()):
-            raise ValueError(f"the zero-variance filter and decoupled baseline do not support {[k for k, v in unsupported.items() if v]}")
+            raise ValueError(
+                "the step-level loss (zero-variance filter, decoupled baseline, length-grouped micro-batches) "
+                f"does not support {[k for k, v in unsupported.items() if v]}"
+            )
         if selection.n_update is not None and not 0 < selection.n_update < self.num_generations:
             raise ValueError(f"n_update={selection.n_update} must lie in [1, num_generations={self.num_generations})")
         self.selection = selection
