@@ -91,3 +91,18 @@ def copy_of_study(study: Path, target: Path) -> Path:
     """A copy of a finished study's folder that Snakemake sees as the same study: file times kept (it
     compares them), its metadata of every job kept (code, params and inputs it compares), no locks."""
     return Path(shutil.copytree(study, target, ignore=shutil.ignore_patterns("locks", "incomplete")))
+
+
+def live_processes() -> list[tuple[int, int, int]]:
+    """Every live (not zombie) process as (pid, parent pid, process group), read from /proc: the crash tests
+    find a killed study's leftovers with it."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z":
+                found.append((int(entry.name), int(fields[1]), int(fields[2])))
+    return found

@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from conftest import REPO, copy_of_study
+from conftest import REPO, copy_of_study, live_processes
 from test_slurm import TEST_FLAGS, _queue, cluster  # noqa: F401 (cluster: the test cluster fixture)
 from test_workflow import scratch_workflow
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -162,14 +162,8 @@ def test_older_compute_points_are_thinned_to_weights_that_vllm_evaluation_read(c
 def _children() -> dict[int, list[int]]:
     """Every live process's children, from /proc."""
     children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if fields[0] != "Z":
-                children.setdefault(int(fields[1]), []).append(int(entry.name))
+    for pid, parent, _ in live_processes():
+        children.setdefault(parent, []).append(pid)
     return children
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import ONE_RUN
+from conftest import ONE_RUN, live_processes
 from test_workflow import MICRO, scratch_workflow, snakemake
 
 from isocompute.files import write_table
@@ -51,15 +51,7 @@ def upstream(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _group_alive(pgid: int) -> bool:
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid and fields[0] != "Z":
-                return True
-    return False
+    return any(group == pgid for _, _, group in live_processes())
 
 
 def _wait_for(condition, what: str, process: subprocess.Popen | None = None) -> None:

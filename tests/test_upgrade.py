@@ -5,7 +5,6 @@ the old layout of the package and rules has nothing to do once this checkout's l
 from __future__ import annotations
 
 import io
-import json
 import os
 import re
 import shutil
