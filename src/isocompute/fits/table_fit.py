@@ -148,7 +148,9 @@ def _without_duplicates(table: pd.DataFrame, path: str, key: list[str], compared
     for values, rows in repeated.groupby(key, sort=False):
         differ = [column for column in compared if rows[column].nunique(dropna=False) > 1]
         if differ:
-            named = ", ".join(f"{k} {v!r}" for k, v in zip(key, values if isinstance(values, tuple) else (values,)))
+            # Plain Python values: pandas' group keys are numpy scalars, whose repr names their type.
+            plain = (v.item() if hasattr(v, "item") else v for v in (values if isinstance(values, tuple) else (values,)))
+            named = ", ".join(f"{k} {v!r}" for k, v in zip(key, plain))
             raise InputError(
                 f"{path}: {named} appears at {_rows(rows.index)} with different values of {differ}: "
                 f"keep one {what}"
