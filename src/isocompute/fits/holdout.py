@@ -19,7 +19,7 @@ import pandas as pd
 from isocompute.fits.curves import FitOptions, StudyFit, fit_curves, json_records
 from isocompute.fits.forms import FitFailure, OptimumFit, fit_to_json, optimum_name
 from isocompute.fits.frontier import distinct_computes
-from isocompute.fits.law import LAW_MIN_POINTS, fit_leaders
+from isocompute.fits.law import LAW_MIN_POINTS, fit_leaders, shared_leaders
 from isocompute.fits.leaders import column_leaders, leading
 
 
@@ -76,6 +76,6 @@ def _truncated_law(truncated: StudyFit, options: FitOptions, column: str) -> Opt
         return FitFailure(
             "too_few_points", f"{int(material.sum())} material compute points below the cutoff, need {LAW_MIN_POINTS}"
         )
-    if set(leaders.leaders[int(np.flatnonzero(material)[0])]).intersection(*(set(leaders.leaders[i]) for i in np.flatnonzero(material))):
+    if shared_leaders(leaders):
         return FitFailure("constant", f"one {optimum_name(column)} leads at every material point below the cutoff")
     return fit_leaders(truncated.optimum["compute"].to_numpy(), leaders)

@@ -278,6 +278,12 @@ def _top_slope(law: OptimumFit, high: float, low: float) -> float:
     return float((values[1] - values[0]) / (end - start))
 
 
+def shared_leaders(leaders: ColumnLeaders) -> set[int]:
+    """The values that lead at every material point: where there is one, x* is constant on the evidence."""
+    sets = [set(lead) for lead, material in zip(leaders.leaders, leaders.material) if material]
+    return set.intersection(*sets) if sets else set()
+
+
 def _select(leaders: ColumnLeaders, keep: np.ndarray) -> ColumnLeaders:
     """The leaders at the points `keep` only."""
     index = np.flatnonzero(keep)
@@ -324,7 +330,7 @@ def judge_law(
                        f"{evidence['why']} (within the tolerance or what the data resolve)"),  # fmt: skip
             **common,
         )
-    shared = set(material.leaders[0]).intersection(*map(set, material.leaders[1:]))
+    shared = shared_leaders(material)
     if shared:
         return LawVerdict(
             FitFailure("constant", f"{name} constant at {_named(sorted(shared))}: it leads at every one of the "
