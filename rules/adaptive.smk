@@ -73,7 +73,8 @@ use rule evaluate_run as evaluate_run_rung with:
         ),
 
 
-# One decision per round: cheap and idempotent, on the submit host, in no group.
+# One decision per round: cheap and idempotent, on the submit host, in no group. Its `prior` param exists only
+# where sweep.prior is set, so a sweep without one keeps its rounds' params.
 checkpoint decide_adaptive_round:
     input:
         unpack(get_adaptive_round_inputs),
@@ -84,6 +85,7 @@ checkpoint decide_adaptive_round:
     conda:
         "../envs/isocompute.yaml"
     params:
+        **({"prior": adaptive_prior_of} if ADAPTIVE_PRIOR is not None else {}),
         fits=study_config.round_fit_settings(config),
         k=config["evaluation"]["k"],
         seed=config["seed"],

@@ -45,10 +45,12 @@ GRID_SETS = sorted(
 )
 # Every run by problem set and name: rules take one {run} wildcard and look its grid point up here.
 RUNS = {(point.problem_set, point.run): point for point in GRID}
-# The adaptive sweep (None: the full grid), its compute caps, and its studies with their runs (the arms
+# The adaptive sweep (None: the full grid), its prior per problem set (None: none), its compute caps, and
+# its studies with their runs (the arms
 # by n): an adaptive run trains rung by rung (rules/adaptive.smk), every other run in one job
 # (rules/train.smk).
 ADAPTIVE = study_config.adaptive_settings(config, STUDIES, GRID)
+ADAPTIVE_PRIOR = study_config.adaptive_prior(config)
 ADAPTIVE_CAPS = (
     rungs.rung_caps(
         config["training"]["compute_min"],

@@ -16,12 +16,12 @@ from adaptive_truth import agreement, full_verdict, options, redraw, verdict_kin
 from conftest import REPO
 from known_truth import SCENARIOS, K, draw, recovery
 
-from isocompute.adaptive.decisions import REWARD_MAX, ceiling_bound, decide, replay, round_state
+from isocompute.adaptive.decisions import BEHIND_DOUBLINGS, REWARD_MAX, ceiling_bound, decide, replay, round_state
 from isocompute.adaptive.rungs import AdaptiveError, AdaptiveSettings, reached_rungs, rung_caps, trained_rungs
 from isocompute.cli import main
 from isocompute.fits.bootstrap import resample_evals
 from isocompute.fits.fits_json import fit_study
-from isocompute.pipeline.config import ConfigError, check_config, validate_config
+from isocompute.pipeline.config import ConfigError, adaptive_prior, check_config, validate_config
 from isocompute.sampling.metrics import summarize_counts
 
 BOOTSTRAP = 10
@@ -101,18 +101,29 @@ def test_replay_spends_less_than_the_full_grid_and_keeps_the_law(replayed: tuple
 
 
 def test_replay_decisions_follow_the_rule(replayed: tuple) -> None:
-    """Every decision saw only what its rung allowed; no stop of the frontier's arm or its neighbours, before
-    min_steps, or with a bound that reaches the frontier's lower edge; the audit arm ran past its stop."""
+    """Every decision saw only what its rung allowed; no stop of the frontier's arm or its neighbours; a bound's
+    stop after min_steps and with a bound under the frontier's lower edge, a behind stop two doublings or more
+    below the leaders, a plateau stop only on an identified law; the audit arm ran past its stop."""
     adaptive, _ = replayed
     arms = sorted(a["n"] for a in adaptive["arms"])
+    rules = set()
     for round_ in adaptive["rounds"]:
         guarded = {n for n in arms if round_["n_top"] is not None and n in (round_["n_top"], *neighbours(arms, round_["n_top"]))}
         assert round_["frontier_top"]["compute"] <= round_["cap"] * 10**0.05
         for decision in round_["decisions"]:
             if decision["action"] == "stop":
                 numbers = decision["numbers"]
-                assert decision["n"] not in guarded and numbers["steps"] >= SETTINGS.min_steps
-                assert numbers["upper"] < numbers["frontier_low"] and numbers["upper"] < REWARD_MAX
+                rule = numbers.get("rule", "bound")
+                rules.add(rule)
+                assert decision["n"] not in guarded
+                if rule == "bound":
+                    assert numbers["steps"] >= SETTINGS.min_steps
+                    assert numbers["upper"] < numbers["frontier_low"] and numbers["upper"] < REWARD_MAX
+                elif rule == "behind":
+                    assert numbers["steps"] >= SETTINGS.min_steps and numbers["doublings_below"] >= BEHIND_DOUBLINGS
+                else:
+                    assert rule == "plateau" and round_["law"]["identified"] == "identified"
+    assert rules, "the paper-like truth stops arms"
     audit = adaptive["audit"]
     assert audit is not None and audit["rounds"][0]["rule"]["action"] == "stop"
     audited = next(a for a in adaptive["arms"] if a["n"] == audit["n"])
@@ -244,3 +255,50 @@ def test_a_round_carries_each_arms_state_into_the_next() -> None:
     second = round_state({"decisions": [{"n": n, "action": "extend"} for n in (4, 8, 16)]}, reached, rung_steps)
     assert second["arms"]["2"]["active"] is False and second["arms"]["8"] == {"rung": 1, "steps": 4, "active": True}
     assert trained_rungs(rung_steps[16], 2) == [1, 2] and trained_rungs([2, 2, 5], 2) == [0, 2]
+
+
+@pytest.mark.parametrize("prior", ["paper_easy", {"L": 4.0, "k": 3.0, "log10_c0": 4.0, "b": 1.0}, {"easy": "paper_easy"}])
+def test_an_adaptive_sweep_takes_a_prior_by_name_law_or_problem_set(prior: object) -> None:
+    config = adaptive()
+    config["sweep"]["prior"] = prior
+    validate_config(config, REPO / "workflow/schemas/config.schema.yaml")
+    check_config(config)
+    priors = adaptive_prior(config)
+    assert priors is not None and set(priors) == ({"easy"} if prior == {"easy": "paper_easy"} else {"easy", "hard"})
+    assert adaptive_prior(adaptive()) is None
+
+
+@pytest.mark.parametrize(("prior", "message"), [
+    ("results/fits/easy/missing/fits.json", r"sweep.prior: sweep.prior='results/fits/easy/missing/fits.json' is neither a file"),
+    ({"medium": "paper_easy"}, r"sweep.prior names problem sets \['medium'\]"),
+    ({"hard": "paper_medium"}, r"sweep.prior.hard: .*'paper_medium' is neither a file nor one of the paper's laws"),
+])  # fmt: skip
+def test_a_prior_that_is_no_law_is_refused_with_the_key(prior: object, message: str) -> None:
+    config = adaptive()
+    config["sweep"]["prior"] = prior
+    with pytest.raises(ConfigError, match=message):
+        check_config(config)
+
+
+def test_the_schema_refuses_a_law_without_its_four_numbers() -> None:
+    config = adaptive()
+    config["sweep"]["prior"] = {"L": 4.0, "k": 3.0}
+    with pytest.raises(ConfigError, match="prior"):
+        validate_config(config, REPO / "workflow/schemas/config.schema.yaml")
+
+
+def test_cli_replay_with_a_prior_reports_whether_it_held(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    evals, counts, base = draw(SCENARIOS["paper_easy_law"], 0)
+    evals.to_csv(tmp_path / "evals.csv", index=False)
+    counts.to_parquet(tmp_path / "counts.parquet")
+    out = tmp_path / "replay.json"
+    code = main(["replay", str(tmp_path / "evals.csv"), "--counts", str(tmp_path / "counts.parquet"), "--base-reward", "0.1",
+                 "--bootstrap", "4", "--prior", "paper_easy", "--out", str(out)])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    result = json.loads(out.read_text())
+    assert result["prior"]["source"] == "paper_easy" and result["prior"]["status"] in ("followed", "fallen back")
+    assert all("prior" in round_ for round_ in result["rounds"])
+    assert "prior paper_easy: " in capsys.readouterr().out
+    code = main(["replay", str(tmp_path / "evals.csv"), "--counts", str(tmp_path / "counts.parquet"), "--base-reward", "0.1",
+                 "--bootstrap", "4", "--rules", "bound,guess", "--out", str(out)])  # fmt: skip
+    assert code == 2 and "unknown rules ['guess']" in capsys.readouterr().err

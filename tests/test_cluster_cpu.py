@@ -53,6 +53,7 @@ pytestmark = [
         not (ENV / "bin" / "snakemake").exists(), reason=".venv-cluster-cpu is missing (run .ci/install-cluster-cpu)"
     ),
     pytest.mark.slow,
+    pytest.mark.heavy,
 ]
 
 

@@ -154,3 +154,20 @@ def test_an_adaptive_sweep_plans_its_worst_and_expected_cases(
     assert "missing ['rollouts_full_grid']" in capsys.readouterr().err
     assert main(["plan", "--directory", str(REPO), "--replay", str(replay)]) == 2
     assert "the config runs the full grid" in capsys.readouterr().err
+
+
+def test_a_new_models_sweep_with_the_paper_law_as_its_prior_plans_its_expected_case(capsys: pytest.CaptureFixture[str]) -> None:
+    """The paper's Qwen3-4B check (n 8-256 at B_problem = 32 on Easy and Hard) swept adaptively with the paper's
+    Qwen2.5-7B laws as the prior: the expected case is the prior's plan, each arm to where its rules stop it."""
+    files = [PAPER, REPO / "config/presets/qwen3_4b_instruct.yaml", REPO / "config/presets/adaptive_prior.yaml"]
+    cases = adaptive_plan(files, directory=REPO)
+    assert cases is not None and cases.share is not None and 0.2 < cases.share < 1.0
+    assert "easy: paper_easy" in cases.source and "hard: paper_hard" in cases.source
+    assert cases.expected_gpu_hours < cases.worst["gpu_hours"].sum()
+    step_model = REPO / "config/step_models/qwen2.5-7b-h100.yaml"
+    args = ["plan", "--configfile", *map(str, files), "--directory", str(REPO), "--step-model", str(step_model)]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    print(out)
+    assert f"expected case: {cases.expected_gpu_hours:,.1f} GPU-hours" in out and "the prior's plan" in out
+    assert "what the training runs need" in out and "with the prior's plan: " in out

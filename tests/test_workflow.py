@@ -260,6 +260,7 @@ def test_an_adaptive_sweep_decides_its_round_and_its_runs_equal_the_full_grids(
     round0 = json.loads((results / "sweep/easy/bp4/round0.json").read_text())
     assert {d["n"] for d in round0["decisions"]} == {2, 4, 8} and round0["cap"] == 16
     assert round0["arms"]["8"] == {"rung": 0, "steps": 0, "active": True}  # n = 8's first step costs 32
+    assert round0["prior"]["source"] == "config" and round0["prior"]["status"] in ("followed", "fallen back")
     summary = json.loads((results / "sweep/easy/bp4/summary.json").read_text())
     assert summary["rungs"] == [16.0, 64.0] and summary["rollouts_full_grid"] == 3 * 64
     for arm in summary["arms"]:

@@ -75,6 +75,11 @@ def get_adaptive_round_inputs(wildcards):
     }
 
 
+def adaptive_prior_of(wildcards):
+    """The prior of the round's problem set (`sweep.prior`), None where that set has none."""
+    return ADAPTIVE_PRIOR.get(wildcards.problem_set)
+
+
 def adaptive_round_arms(wildcards):
     """Each arm's step at every rung, for the round's decision."""
     study = ADAPTIVE_STUDIES[(wildcards.problem_set, wildcards.study)]

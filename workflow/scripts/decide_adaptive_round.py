@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from isocompute.adaptive.decisions import workflow_round
+from isocompute.adaptive.prior import Prior
 from isocompute.adaptive.rungs import AdaptiveSettings
 from isocompute.files import read_tables, write_json
 from isocompute.script_setup import start_job
@@ -28,6 +29,7 @@ state = workflow_round(
     {int(n): steps for n, steps in params.rung_steps.items()},
     previous,
     int(snakemake.wildcards.round),
+    Prior.from_params(params.prior) if getattr(params, "prior", None) else None,
 )
 write_json(state, snakemake.output.round)
 for decision in state["decisions"]:

@@ -17,6 +17,13 @@ an arm stops only when its whole remaining compute range is confidently below th
   put A anywhere, so the only bound on its future is the metric's maximum, 1, and it stays a candidate.
 
 An arm stops when its bound lies below the frontier's, and never before `min_steps` optimizer steps.
+It also stops when it is *left behind a rising frontier*: the study's data show n* rising (two material
+points whose leader sets are apart upwards, none apart downwards) and the arm lies `BEHIND_DOUBLINGS`
+doublings or more below every leader at the last material point. This is the one rank the policy reads,
+and only downwards: where n* rises, a curve overtakes a smaller n's for good (the larger n has the later
+midpoint and the higher ceiling), so an arm the frontier has left far below does not return; a larger n
+that loses at low compute is never stopped for its rank. An unsaturated curve whose ceiling the data
+leave open is otherwise never ruled out, so without it a sweep of close curves runs nearly every arm to C_max.
 Guards: the frontier's arm at C_top and its neighbours on the grid (n*/2 and 2 n*) always continue. One
 audit arm, the first stopped (the closest call of that round), runs `audit_rungs` rungs past its stop and
 is then decided again, so the cost of stopping is measured rather than assumed.
@@ -35,8 +42,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from isocompute.adaptive.prior import Prior, contradiction, prior_of_law, prior_stop
 from isocompute.adaptive.rungs import (
     CAP_SLACK,
+    RULES,
     AdaptiveError,
     AdaptiveSettings,
     reached_rungs,
@@ -51,6 +60,12 @@ from isocompute.fits.leaders import RESOLVED_SHARE
 
 # The metric's largest value (avg@k, best@k and worst@k are shares): the only bound on an unsaturated curve.
 REWARD_MAX = 1.0
+# How far below every leader at the last material point an arm must lie before a rising frontier has left it
+# behind: two doublings, so the arm is below n*/2 (a guard, which keeps a fall back measured). Chosen over
+# three on the known truth (docs/log/adaptive-prior.md): every negative stayed refused and
+# `close_not_monotone` kept its verdicts, while the realistic tables spent 48-60 % instead of 58-72 %.
+BEHIND_DOUBLINGS = 2
+
 @dataclass(frozen=True)
 class Decision:
     """Extend or stop one arm after a rung, with the reason in words and the numbers behind it."""
@@ -94,8 +109,40 @@ def ceiling_bound(curve: Mapping[str, Any], resamples: int) -> tuple[float, str]
     return float(intervals["a"][1]), "its ceiling identified: the upper edge (97.5 %) of A's bootstrap band"
 
 
-def decide(fit: Mapping[str, Any], steps: Mapping[int, int], active: Sequence[int], settings: AdaptiveSettings) -> list[Decision]:
-    """Extend or stop each active arm, given the fit (`fit_study`'s JSON, with a bootstrap) of what is measured.
+def guards(fit: Mapping[str, Any], arms: Sequence[int]) -> dict[int, str]:
+    """The arms that always run on, with why: the frontier's arm at the top of the reached range and its
+    neighbours on the grid (n*/2 and 2 n*)."""
+    if fit["optimum_at_max_compute"] is None:
+        return {}
+    n_top = int(fit["optimum_at_max_compute"]["n"])
+    at = arms.index(n_top)
+    guarded = {n_top: "the frontier's arm at the top of the reached range"}
+    for neighbour in arms[max(at - 1, 0) : at] + arms[at + 1 : at + 2]:
+        guarded[neighbour] = f"a neighbour of the frontier's arm n* = {n_top} at the top of the reached range"
+    return guarded
+
+
+def last_material(fit: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The highest-compute optimum point whose leaders are evidence (`status` material), or None."""
+    material = [point for point in fit["optimum_points"] if point["status"]["n"] == "material"]
+    return material[-1] if material else None
+
+
+def rising_in_data(fit: Mapping[str, Any]) -> bool:
+    """Whether the data show n* rising: two material points whose leader sets are apart upwards, and no two
+    apart downwards (the verdict's own reading of the leaders, `fits.law`)."""
+    sets = [point["leaders"]["n"] for point in fit["optimum_points"] if point["status"]["n"] == "material"]
+    pairs = [(first, second) for i, first in enumerate(sets) for second in sets[i + 1 :]]
+    up = any(min(second) > max(first) for first, second in pairs)
+    down = any(max(second) < min(first) for first, second in pairs)
+    return up and not down
+
+
+def decide(
+    fit: Mapping[str, Any], steps: Mapping[int, int], active: Sequence[int], settings: AdaptiveSettings, rules: Sequence[str] = RULES
+) -> list[Decision]:
+    """Extend or stop each active arm, given the fit (`fit_study`'s JSON, with a bootstrap) of what is measured,
+    by the bound and behind parts of `rules`.
 
     `steps` holds every arm's optimizer steps reached, stopped arms included (the arm list gives the
     neighbours of the frontier's arm).
@@ -103,17 +150,13 @@ def decide(fit: Mapping[str, Any], steps: Mapping[int, int], active: Sequence[in
     resamples = fit["bootstrap"]["resamples"]
     if resamples == 0:
         raise AdaptiveError("the adaptive sweep needs bootstrap replicas (per-problem counts): no band, no stop")
-    arms = sorted(steps)
     top = fit["frontier"][-1] if fit["frontier"] else None
     c_top = None if top is None else float(top["compute"])
     low = None if top is None or top.get("reward_low") is None else float(top["reward_low"])
     n_top = None if fit["optimum_at_max_compute"] is None else int(fit["optimum_at_max_compute"]["n"])
-    guarded: dict[int, str] = {}
-    if n_top is not None:
-        at = arms.index(n_top)
-        guarded = {n_top: "the frontier's arm at the top of the reached range"}
-        for neighbour in arms[max(at - 1, 0) : at] + arms[at + 1 : at + 2]:
-            guarded[neighbour] = f"a neighbour of the frontier's arm n* = {n_top} at the top of the reached range"
+    guarded = guards(fit, sorted(steps))
+    reference = last_material(fit) if "behind" in rules and rising_in_data(fit) else None
+    lowest = None if reference is None else min(reference["leaders"]["n"])
     curves = {int(curve["key"]["n"]): curve for curve in fit["curves"]}
     decisions = []
     for n in active:
@@ -125,16 +168,113 @@ def decide(fit: Mapping[str, Any], steps: Mapping[int, int], active: Sequence[in
         numbers.update(upper=upper, margin=None if low is None else low - upper)
         if n in guarded:
             decisions.append(Decision(n, "extend", guarded[n], numbers))
-        elif low is None:
-            decisions.append(Decision(n, "extend", "no bootstrap band on the frontier at the top of the reached range", numbers))
-        elif upper < low:
+        elif "bound" in rules and low is not None and upper < low:
             decisions.append(Decision(n, "stop", (
                 f"confidently below the frontier over its whole remaining range: its reward stays under {upper:.3f} "
                 f"({why}), the frontier stays above {low:.3f} (lower edge, 2.5 %, of its band at C = {c_top:.4g}; "
                 f"curves only rise)"), numbers))  # fmt: skip
+        elif lowest is not None and np.log2(lowest / n) >= BEHIND_DOUBLINGS:
+            below = float(np.log2(lowest / n))
+            decisions.append(Decision(n, "stop", (
+                f"left behind a rising frontier: n* rises on the data (leader sets apart upwards, never downwards) "
+                f"and n lies {below:g} doublings below every leader at C = {reference['compute']:.4g} "
+                f"({reference['leaders']['n']}): a larger n overtakes it for good"),
+                {**numbers, "rule": "behind", "doublings_below": below}))  # fmt: skip
+        elif low is None:
+            decisions.append(Decision(n, "extend", "no bootstrap band on the frontier at the top of the reached range", numbers))
         else:
             decisions.append(Decision(n, "extend", f"its bound {upper:.3f} ({why}) reaches the frontier's lower edge {low:.3f}", numbers))
     return decisions
+
+
+def follow_prior(
+    fit: Mapping[str, Any],
+    decisions: list[Decision],
+    steps: Mapping[int, int],
+    prior: Prior,
+    state: Mapping[str, Any] | None,
+    index: int,
+    compute_max: float,
+) -> tuple[list[Decision], dict[str, Any]]:
+    """The plain rule's decisions with the prior's (`adaptive.prior`): while the prior holds at every material
+    point, arms above its plateau or left below its law stop (`prior.prior_stop`), and an arm it stopped resumes
+    when it becomes a guard; at the first point that contradicts it, the
+    sweep falls back to the plain rule and every arm the prior stopped resumes. Returns the decisions and the
+    prior's state to carry into the next round (`status`, the arms it stopped, the fallback)."""
+    state = {**prior.to_json(), "status": "followed", "stopped": [], "fallback": None, **(state or {})}
+    if state["status"] == "fallen back":
+        return decisions, state
+    against = contradiction(prior, fit["optimum_points"])
+    if against is not None:
+        reason = (f"the prior is contradicted at C = {against['compute']:.4g}: the leaders there ({against['leaders']}) "
+                  f"lie outside its band [{against['band'][0]:.3g}, {against['band'][1]:.3g}]; the plain rule decides "
+                  f"from this round on")  # fmt: skip
+        state = {**state, "status": "fallen back", "fallback": {"round": index, **against, "reason": reason}}
+        running = {d.n for d in decisions}  # an arm the audit kept running needs no resume
+        resumed = [Decision(n, "resume", f"stopped by the prior, which is now contradicted: {reason}",
+                            {"steps": steps[n], "rule": "prior fallback"}) for n in state["stopped"] if n not in running]  # fmt: skip
+        return decisions + resumed, state
+    guarded = guards(fit, sorted(steps))
+    reference = last_material(fit)
+    top_leaders = None if reference is None else reference["leaders"]["n"]
+    c_ref = None if reference is None else float(reference["compute"])
+    running = {d.n for d in decisions}
+    reached = [n for n in state["stopped"] if n in guarded and n not in running]
+    resumed = [Decision(n, "resume", f"stopped by the prior; now {guarded[n]}: it runs on", {"steps": steps[n], "rule": "prior guard"})
+               for n in reached]  # fmt: skip
+    result, stopped = resumed, [n for n in state["stopped"] if n not in reached and n not in running]
+    for decision in decisions:
+        n = decision.n
+        why = None
+        if decision.action == "extend" and n not in guarded:
+            # min_steps guards a stop read off an arm's own data; the prior's stops read the frontier's.
+            why = prior_stop(prior, n, c_ref if c_ref is not None else compute_max, compute_max, top_leaders)
+        if why is None:
+            result.append(decision)
+            continue
+        below = None if top_leaders is None else float(np.log2(min(top_leaders) / n))
+        result.append(Decision(n, "stop", f"prior ({prior.source}): {why}",
+                               {**decision.numbers, "rule": "prior", "doublings_below": below}))  # fmt: skip
+        stopped.append(n)
+    return result, {**state, "stopped": stopped}
+
+
+def above_own_plateau(
+    fit: Mapping[str, Any], decisions: list[Decision], steps: Mapping[int, int], state: Mapping[str, Any] | None
+) -> tuple[list[Decision], dict[str, Any] | None]:
+    """The plain rule's use of what the data already say: where the round's own law of n* is identified (a
+    plateau inside the reached range, `fits.law`), an arm above the plateau's band (its replicas' 97.5 %)
+    that is no guard stops, as a prior's arm above its plateau does. It resumes, from where it stopped, the
+    round it becomes a guard (the frontier climbed to it), the law stops being identified, or the plateau's
+    band reaches it: nothing is decided without it. Returns the decisions and the rule's state (the arms it
+    holds stopped), None while it has stopped nothing."""
+    held = list((state or {}).get("stopped", []))
+    law = fit["optimum"]["n"]
+    identified = law["ok"] and law.get("identified") == "identified" and law["L"] > 0
+    own = prior_of_law(law, "the data's own law so far") if identified else None
+    guarded = guards(fit, sorted(steps))
+    c_top = float(fit["frontier"][-1]["compute"]) if fit["frontier"] else None
+    result = []
+    running = {d.n for d in decisions}
+    held = [n for n in held if n not in running]  # an arm the audit kept running is decided as any other
+    for n in list(held):
+        why = guarded.get(n) or (None if own is not None and c_top and prior_stop(own, n, c_top, c_top, None) else
+                                 "the data's own law no longer puts its plateau below it")  # fmt: skip
+        if why is not None:
+            held.remove(n)
+            result.append(Decision(n, "resume", f"stopped above the plateau of the data's own law; now {why}: it runs on",
+                                   {"steps": steps[n], "rule": "plateau resume"}))  # fmt: skip
+    for decision in decisions:
+        why = None
+        if own is not None and c_top is not None and decision.action == "extend" and decision.n not in guarded:
+            why = prior_stop(own, decision.n, c_top, c_top, None)
+        if why is None:
+            result.append(decision)
+            continue
+        held.append(decision.n)
+        result.append(Decision(decision.n, "stop", why,
+                               {**decision.numbers, "rule": "plateau"}))  # fmt: skip
+    return result, ({"stopped": held} if held or state is not None else None)
 
 
 def replay(
@@ -148,14 +288,21 @@ def replay(
     base_counts: pd.DataFrame | None = None,
     holdout_decades: float = 0.5,
     frontier_points: int = 60,
+    prior: Prior | None = None,
+    rules: Sequence[str] = RULES,
 ) -> dict[str, Any]:
     """Run the policy on a complete table of a fixed-B_problem study as if its arms were extended rung by rung.
 
     Each round fits only the rows its decision could have seen (every arm up to the step it had reached,
     with the bootstrap drawn from those rows' per-problem counts). Returns the rollouts spent and the full
-    grid's, the decisions per round, per arm how far it ran and why, the audit, and `fits`: the fits of
-    the kept data (`fit_study`'s JSON).
+    grid's, the decisions per round, per arm how far it ran and why, the audit, with `prior` the prior's
+    state (followed, or where it fell back), and `fits`: the fits of the kept data (`fit_study`'s JSON).
+    A resumed arm runs from where it stopped, as its run would. `rules` leaves parts of the plain rule out
+    (`RULES`), to show what each saves; the workflow always applies every one.
     """
+    unknown = sorted(set(rules) - set(RULES))
+    if unknown:
+        raise AdaptiveError(f"unknown rules {unknown}: the plain rule's parts are {list(RULES)}")
     settings = settings or AdaptiveSettings()
     if options.by != ("n",) or options.compute != "compute_rollouts":
         raise AdaptiveError("the adaptive sweep replays a fixed-B_problem study: curves by n, compute in rollouts")
@@ -178,7 +325,7 @@ def replay(
     active = list(arms)
     stopped: dict[int, dict[str, Any]] = {}
     audit: dict[str, Any] | None = None
-    rounds = []
+    rounds: list[dict[str, Any]] = []
     for index, cap in enumerate(caps):
         last = index == len(caps) - 1
         for n in active:
@@ -186,17 +333,23 @@ def replay(
         if last:
             break
         fit = _fit_seen(evals, counts, steps, options, k, bootstrap, seed, base_counts, 0.0, frontier_points)
-        record, audit = decide_round(fit, steps, active, settings, audit, index, cap)
+        record, audit = decide_round(
+            fit, steps, active, settings, audit, index, cap, prior, rounds[-1] if rounds else None, compute_max, rules
+        )
         for decision in record["decisions"]:
             if decision["action"] == "stop":
                 active.remove(decision["n"])
                 stopped[decision["n"]] = {"round": index, "cap": cap, "reason": decision["reason"]}
+            elif decision["action"] == "resume":
+                active = sorted({*active, decision["n"]})
+                stopped.pop(decision["n"], None)
         rounds.append(record)
     kept = _fit_seen(evals, counts, steps, options, k, bootstrap, seed, base_counts, holdout_decades, frontier_points)
     spent = _rollouts(evals, steps)
     full = _rollouts(evals, {n: max(s for s, _ in checkpoints[n]) for n in arms})
     return {
         "settings": asdict(settings),
+        "rules": list(rules),
         "rungs": caps,
         "rollouts_spent": spent,
         "rollouts_full_grid": full,
@@ -212,6 +365,7 @@ def replay(
             for n in arms
         ],
         "audit": _audit_outcome(audit, kept),
+        **({"prior": rounds[-1]["prior"]} if prior is not None and rounds else {}),
         "rounds": rounds,
         "fits": kept,
     }
@@ -225,12 +379,26 @@ def decide_round(
     audit: dict[str, Any] | None,
     index: int,
     cap: float,
+    prior: Prior | None = None,
+    previous: Mapping[str, Any] | None = None,
+    compute_max: float | None = None,
+    rules: Sequence[str] = RULES,
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """One round after rung `index` (its compute cap `cap`): every active arm decided on `fit` (the study
-    fit of what the arms had measured, with a bootstrap), the audit carried on. Returns the round's record
-    (its cap, n* at the top of the reached range, the law's verdict, every decision with its numbers) and
-    the audit to carry into the next round; the replay and the workflow's rounds both decide through it."""
-    decisions = decide(fit, steps, active, settings)
+    fit of what the arms had measured, with a bootstrap); with a prior, its rules and check (`follow_prior`;
+    `compute_max` the last rung's cap); without one, or once it fell back, the plateau of the data's own law
+    (`above_own_plateau`); each rule's state carried from the `previous` round's record; the audit carried
+    on. Returns the round's record (its cap, n* at the top of the reached range, the law's verdict, every
+    decision with its numbers, the prior's and the plateau rule's states) and the audit to carry into the
+    next round; the replay and the workflow's rounds both decide through it (the workflow with every rule)."""
+    previous = previous or {}
+    decisions = decide(fit, steps, active, settings, rules)
+    state = None
+    if prior is not None:
+        decisions, state = follow_prior(fit, decisions, steps, prior, previous.get("prior"), index, compute_max or cap)
+    plateau = previous.get("plateau")
+    if "plateau" in rules and (state is None or state["status"] == "fallen back"):
+        decisions, plateau = above_own_plateau(fit, decisions, steps, plateau)
     audit, decisions = _audit(audit, decisions, index, cap, settings)
     law = fit["optimum"]["n"]
     top = fit["optimum_at_max_compute"]
@@ -239,6 +407,8 @@ def decide_round(
         "frontier_top": fit["frontier"][-1] if fit["frontier"] else None,
         "law": {"ok": law["ok"], "kind": law.get("kind"), "identified": law.get("identified")},
         "decisions": [asdict(d) for d in decisions],
+        **({"prior": state} if state is not None else {}),
+        **({"plateau": plateau} if plateau is not None else {}),
     }  # fmt: skip
     return record, audit
 
@@ -300,7 +470,7 @@ def _audit(
         stops = [d for d in decisions if d.action == "stop"]
         if not stops:
             return audit, decisions
-        first = min(stops, key=lambda d: d.numbers["margin"])
+        first = min(stops, key=_closeness)
         audit = {"n": first.n, "stopped_round": index, "stopped_cap": cap, "stopped_by": asdict(first), "rounds": []}
     if audit.get("outcome") is not None:
         return audit, decisions
@@ -320,6 +490,16 @@ def _audit(
             audit["decided_again"] = asdict(decision)
             result.append(decision)
     return audit, result
+
+
+def _closeness(decision: Decision) -> tuple[bool, float]:
+    """How close a stop was, for the audit's pick: a bound's margin first (smallest), then the doublings
+    below the frontier's leaders (fewest)."""
+    margin = decision.numbers.get("margin")
+    if decision.numbers.get("rule") is None and margin is not None:
+        return (False, float(margin))
+    below = decision.numbers.get("doublings_below")
+    return (True, float("inf") if below is None else float(below))
 
 
 def _audit_outcome(audit: dict[str, Any] | None, kept: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -370,12 +550,13 @@ def adaptive_summary(
     `rollouts_full_grid` (training rollouts of every run, each to the step its arm reached, against each
     to its last step), per arm its runs, steps and compute reached and full, and the round that stopped it
     with the reason (from the rounds' records), in replay's schema."""
-    stopped = {
-        d["n"]: {"round": r["round"], "cap": r["cap"], "reason": d["reason"]}
-        for r in rounds
-        for d in r["decisions"]
-        if d["action"] == "stop"
-    }
+    stopped: dict[int, dict[str, Any]] = {}
+    for r in rounds:
+        for d in r["decisions"]:
+            if d["action"] == "stop":
+                stopped[d["n"]] = {"round": r["round"], "cap": r["cap"], "reason": d["reason"]}
+            elif d["action"] == "resume":
+                stopped.pop(d["n"], None)
     spent = sum(arm["compute_reached"] * arm["runs"] for arm in arms.values())
     full = sum(arm["compute_full"] * arm["runs"] for arm in arms.values())
     return {
@@ -386,6 +567,7 @@ def adaptive_summary(
         "share_of_full_grid": spent / full,
         "arms": [{"n": n, **arm, **({"stopped": stopped[n]} if n in stopped else {})} for n, arm in sorted(arms.items())],
         "audit": audit,
+        **({"prior": rounds[-1]["prior"]} if rounds and "prior" in rounds[-1] else {}),
         "rounds": list(rounds),
     }
 
@@ -403,14 +585,18 @@ def workflow_round(
     rung_steps: Mapping[int, Sequence[int]],
     previous: Mapping[str, Any] | None,
     rung: int,
+    prior: Prior | None = None,
 ) -> dict[str, Any]:
     """The workflow's round after rung `rung`: the arms' evaluations so far (`evals`, `counts`: every arm up
     to the rung it reached) fitted as the study's final fit would be, each arm the previous round kept
-    active decided, the audit carried on; the record with each arm's state after it (`round_state`)."""
+    active decided, the audit and the prior's state carried on; the record with each arm's state after it
+    (`round_state`). An arm the round resumes trains its missed rungs at the next one, as one run."""
     arms = sorted(rung_steps)
     reached = reached_rungs(arms, previous, rung)
     steps = {n: rung_steps[n][reached[n]] for n in arms}
     active = [n for n in arms if previous is None or previous["arms"][str(n)]["active"]]
     fit = fit_round(evals, counts, base, fits, k, seed, base_counts)
-    record, audit = decide_round(fit, steps, active, settings, previous["audit"] if previous else None, rung, caps[rung])
+    record, audit = decide_round(
+        fit, steps, active, settings, previous["audit"] if previous else None, rung, caps[rung], prior, previous, caps[-1]
+    )  # fmt: skip
     return round_state({**record, "audit": audit}, reached, rung_steps)

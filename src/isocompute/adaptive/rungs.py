@@ -17,6 +17,10 @@ from isocompute.study.grid import checkpoint_steps
 # A rung reaches a checkpoint this close above its cap: steps are rounded, so a target lands a little over.
 CAP_SLACK = 10**SAME_COMPUTE_DECADES
 
+# The plain rule's parts, each of which `replay` can leave out to show what it saves: the bound on a saturated
+# arm's ceiling (the first rule), an arm left behind a rising frontier, an arm above the data's own plateau.
+RULES = ("bound", "behind", "plateau")
+
 
 class AdaptiveError(IsoComputeError, ValueError):
     """An adaptive sweep that cannot run as asked; the message names the setting or the table."""

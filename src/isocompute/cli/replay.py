@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from isocompute.adaptive.rungs import RULES
 from isocompute.files import write_json
 from isocompute.fits.curves import FitOptions
 from isocompute.fits.table_fit import read_base_counts, read_counts, read_evals
@@ -24,6 +25,10 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     replay.add_argument("--rung-factor", type=float, default=2.0, help="compute caps C_max / factor**j")
     replay.add_argument("--min-steps", type=int, default=10, help="optimizer steps an arm runs before it may stop")
     replay.add_argument("--audit-rungs", type=int, default=1, help="rungs the audit arm runs past its stop (0: none)")
+    replay.add_argument("--prior", help="a law that decides what to measure: a finished study's fits.json or study fit, "
+                        "or the paper's law by name (paper_easy, paper_hard); the kept data's law is fitted without it")
+    replay.add_argument("--rules", default=",".join(RULES), help=f"the plain rule's parts to apply, comma-separated "
+                        f"(default: all of {','.join(RULES)}; the workflow applies all): replay with fewer to see what each saves")
     replay.add_argument("--holdout-decades", type=float, default=0.5, help="top compute held out to check the kept data's law")
     replay.set_defaults(run=run)
 
@@ -31,6 +36,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 def replayed(args: argparse.Namespace) -> dict:
     """The replay of `args` (the adaptive sweep imported here, to keep the other commands light)."""
     from isocompute.adaptive.decisions import replay
+    from isocompute.adaptive.prior import load_prior
     from isocompute.adaptive.rungs import AdaptiveSettings
 
     evals = read_evals(args.evals, args.metric, ("n",), "compute_rollouts")
@@ -38,7 +44,11 @@ def replayed(args: argparse.Namespace) -> dict:
     options = FitOptions(metric=args.metric, compute="compute_rollouts", by=("n",), base_reward=args.base_reward)
     settings = AdaptiveSettings(args.rung_factor, args.min_steps, args.audit_rungs)
     base_counts = read_base_counts(args.base_counts, args.k, counts) if args.base_counts else None
-    return replay(evals, counts, options, args.k, args.bootstrap, args.seed, settings, base_counts, args.holdout_decades)
+    prior = load_prior(args.prior, args.metric) if args.prior else None
+    return replay(
+        evals, counts, options, args.k, args.bootstrap, args.seed, settings, base_counts, args.holdout_decades,
+        prior=prior, rules=tuple(rule for rule in args.rules.split(",") if rule),
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> None:
@@ -47,3 +57,8 @@ def run(args: argparse.Namespace) -> None:
     law = result["fits"]["optimum"]["n"]
     print(f"rollouts spent {result['rollouts_spent']:.6g} of the full grid's {result['rollouts_full_grid']:.6g} "
           f"({result['share_of_full_grid']:.0%}); law of n*: {'fitted' if law['ok'] else law['kind']}")  # fmt: skip
+    prior = result.get("prior")
+    if prior is not None:
+        fallback = prior["fallback"]
+        print(f"prior {prior['source']}: " + ("followed to the end" if fallback is None else
+              f"fell back to the plain rule at round {fallback['round']}: {fallback['reason']}"))  # fmt: skip

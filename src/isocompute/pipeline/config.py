@@ -19,6 +19,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from isocompute.adaptive.prior import load_prior
 from isocompute.adaptive.rungs import AdaptiveError, AdaptiveSettings, rung_caps
 from isocompute.data.skill_lookup import SkillLookupTask, check_skill_lookup
 from isocompute.data.tasks import ADDITION, SKILL_LOOKUP, SYNTHETIC_SOURCES, AdditionTask, synthetic_task
@@ -567,6 +568,7 @@ def check_config(config: Config) -> list[GridPoint]:
         if other != point:
             raise ConfigError(f"runs {other} and {point} of {point.problem_set} share the name {point.run}")
     adaptive_settings(config, studies_of(config, points), points)
+    adaptive_prior(config)
     ablations_of(config)
     return points
 
@@ -691,6 +693,33 @@ def adaptive_settings(config: Config, studies: list[Study], points: list[GridPoi
             f"{training['compute_min']} to compute_max={training['compute_max']}: an adaptive sweep needs two or more"
         )
     return settings
+
+
+def adaptive_prior(config: Config) -> dict[str, dict[str, Any]] | None:
+    """The adaptive sweep's prior per problem set (`sweep.prior`: one for every set, or a mapping of set names
+    to priors; each a finished study's fits.json, a law, or the paper's law by name) as the round rule's
+    params, loaded at config time so that a missing file or a refused law is named before any rung trains.
+    None without `sweep.prior`, so that the rounds' params stay as they were and a sweep under way redoes no
+    round."""
+    sweep = config.get("sweep", {"mode": "full"})
+    if sweep["mode"] != "adaptive" or sweep.get("prior") is None:
+        return None
+    spec = sweep["prior"]
+    sets = list(config["problem_sets"])
+    per_set = isinstance(spec, dict) and not {"L", "k", "log10_c0", "b"} & set(spec)
+    unknown = sorted(set(spec) - set(sets)) if per_set else []
+    if unknown:
+        raise ConfigError(f"sweep.prior names problem sets {unknown} that problem_sets does not define ({sets})")
+    priors = {}
+    for name in sets:
+        if per_set and name not in spec:
+            continue
+        key = f"sweep.prior.{name}" if per_set else "sweep.prior"
+        try:
+            priors[name] = load_prior(spec[name] if per_set else spec, config["fits"]["metric"]).to_params()
+        except AdaptiveError as error:
+            raise ConfigError(f"{key}: {error}") from None
+    return priors
 
 
 def ablations_of(config: Config) -> list[RecipeAblation]:

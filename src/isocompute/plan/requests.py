@@ -36,6 +36,8 @@ from snakemake.settings.enums import Quietness
 from snakemake.settings.types import ConfigSettings, DAGSettings, OutputSettings, ResourceSettings
 from snakemake_interface_common.exceptions import ApiError, WorkflowError
 
+from isocompute.adaptive.prior import Prior, planned_reach
+from isocompute.adaptive.rungs import arm_rung_steps
 from isocompute.errors import IsoComputeError
 from isocompute.pipeline.config import ConfigError
 from isocompute.plan.budget import StepModel, format_needs, run_needs
@@ -125,20 +127,33 @@ def plan_report(
             return _with_needs(format_table(table), table, config, step_model, retries)
     adaptive = adaptive_plan(configfiles, snakefile, directory, replay)
     assert adaptive is not None  # the same config was just found adaptive
-    return _with_needs(format_adaptive_plan(adaptive), adaptive.worst, config, step_model, retries)
+    return _with_needs(format_adaptive_plan(adaptive), adaptive.worst, config, step_model, retries, adaptive.run_shares)
 
 
 def _with_needs(
-    text: str, table: pd.DataFrame, config: dict[str, Any], step_model: StepModel | None, retries: int
+    text: str,
+    table: pd.DataFrame,
+    config: dict[str, Any],
+    step_model: StepModel | None,
+    retries: int,
+    run_shares: Mapping[tuple[str, str], float] | None = None,
 ) -> str:
     """The plan's text, followed by the training runs' needs under `step_model` where one is given. An
-    adaptive sweep's are its worst case's: every arm to C_max."""
+    adaptive sweep's are its worst case's (every arm to C_max); with a prior's plan (`run_shares`: the share
+    of its steps each adaptive run is expected to train), its expected case by the same step model."""
     if step_model is None:
         return text
     requested = float(table.loc[table["rule"] == TRAINING_RULE, "gpu_hours"].sum())
     needs = run_needs(config, step_model, retries)
     heading = f"what the training runs need (retries: {retries})"
-    return f"{text}\n\n{heading}\n{format_needs(needs, step_model, requested)}"
+    text = f"{text}\n\n{heading}\n{format_needs(needs, step_model, requested)}"
+    if run_shares:
+        worst = sum(need.gpu_hours for need in needs)
+        expected = sum(need.gpu_hours * run_shares.get((need.problem_set, need.run), 1.0) for need in needs)
+        text += (f"\nwith the prior's plan: {expected:,.0f} GPU-hours of training by the step model, against "
+                 f"{worst:,.0f} for the full grid (the worst case: a prior contradicted at the last round resumes "
+                 f"every arm it stopped)")  # fmt: skip
+    return text
 
 
 def _refuse_replay_of_full_grid(replay: str | Path | None) -> None:
@@ -210,6 +225,8 @@ class AdaptivePlan:
     adaptive_training_gpu_hours: float  # the worst case's training of the adaptive runs
     share: float | None  # of the full grid's rollouts, from `source`; None: no replay given
     source: str | None
+    # With a prior's plan: per (problem set, run), the share of its steps the run is expected to train.
+    run_shares: dict[tuple[str, str], float] | None = None
 
     @property
     def expected_gpu_hours(self) -> float | None:
@@ -232,13 +249,48 @@ def adaptive_plan(
     of `replay`, a replay's output or a finished adaptive sweep's summary.json."""
     with loaded_workflow(configfiles, snakefile, directory) as workflow_api:
         adaptive = _adaptive_runs(workflow_api)
+        planned = prior_share(workflow_api._workflow.globals) if adaptive and replay is None else None
     if not adaptive:
         _refuse_replay_of_full_grid(replay)
         return None
     worst = dry_run_jobs(configfiles, snakefile, directory, overrides=FULL_GRID)
     training = sum(job.gpu_hours for job in worst if job.rule == TRAINING_RULE and job.run in adaptive)
-    share = None if replay is None else replay_share(replay)
-    return AdaptivePlan(summarize(worst), training, share, None if replay is None else str(replay))
+    if replay is not None:
+        return AdaptivePlan(summarize(worst), training, replay_share(replay), str(replay))
+    if planned is not None:
+        return AdaptivePlan(summarize(worst), training, *planned)
+    return AdaptivePlan(summarize(worst), training, None, None)
+
+
+def prior_share(workflow: Mapping[str, Any]) -> tuple[float, str, dict[tuple[str, str], float]] | None:
+    """The share of the full grid's rollouts an adaptive sweep with a prior is expected to spend if the new
+    model's law is the prior's (`adaptive.prior.planned_reach` on every adapted study's arms, each run to the
+    step its arm reaches), where it came from, and each run's share of its steps; None without `sweep.prior`. From the workflow's own
+    globals (rules/common.smk), so the plan sees the arms and rungs the rounds will."""
+    if not workflow.get("ADAPTIVE_PRIOR"):
+        return None
+    config, caps = workflow["config"], list(workflow["ADAPTIVE_CAPS"])
+    training, factor = config["training"], workflow["ADAPTIVE"].rung_factor
+    spent = full = 0.0
+    sources = set()
+    run_shares = {}
+    for (problem_set, _), study in workflow["ADAPTIVE_STUDIES"].items():
+        runs = study.runs(workflow["GRID"])
+        prior_params = workflow["ADAPTIVE_PRIOR"].get(problem_set)
+        reach = {}
+        if prior_params is not None:
+            prior = Prior.from_params(prior_params)
+            sources.add(f"{problem_set}: {prior.source}")
+            reach = planned_reach(prior, sorted({p.n for p in runs}), caps)
+        for point in runs:
+            steps = arm_rung_steps(point.batch, training["compute_min"], training["compute_max"], training["checkpoint_points"], factor)
+            reached = steps[caps.index(reach.get(point.n, caps[-1]))]
+            run_shares[(point.problem_set, point.run)] = reached / steps[-1]
+            spent += reached * point.batch
+            full += steps[-1] * point.batch
+    source = (f"the prior's plan ({', '.join(sorted(sources))}; each arm run to where the prior's rules stop it if the "
+              f"new model's law is the prior's, a set without a prior to C_max)")  # fmt: skip
+    return spent / full, source, run_shares
 
 
 def replay_share(path: str | Path) -> float:
