@@ -197,10 +197,10 @@ def follow_prior(
     compute_max: float,
 ) -> tuple[list[Decision], dict[str, Any]]:
     """The plain rule's decisions with the prior's (`adaptive.prior`): while the prior holds at every material
-    point, arms above its plateau or left below its law stop (`prior.prior_stop`), and an arm it stopped resumes
-    when it becomes a guard; at the first point that contradicts it, the
-    sweep falls back to the plain rule and every arm the prior stopped resumes. Returns the decisions and the
-    prior's state to carry into the next round (`status`, the arms it stopped, the fallback)."""
+    point, arms above its plateau or left below its law stop (`prior.prior_stop`), and an arm it stopped
+    resumes when it becomes a guard; at the first point that contradicts it, the sweep falls back to the plain
+    rule and every arm the prior stopped resumes. Returns the decisions and the prior's state to carry into
+    the next round (`status`, the arms it stopped, the fallback)."""
     state = {**prior.to_json(), "status": "followed", "stopped": [], "fallback": None, **(state or {})}
     if state["status"] == "fallen back":
         return decisions, state
