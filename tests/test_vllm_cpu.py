@@ -21,6 +21,8 @@ from isocompute.data.tasks import AdditionTask
 from isocompute.study.specs import BaseModelSpec
 
 CPU_BUILD = REPO / ".venv-cluster-cpu" / "bin" / "python"
+# The cluster path's environment: with tests/test_cluster_cpu.py, `pytest -m heavy`.
+pytestmark = pytest.mark.heavy
 
 
 def vllm_python() -> str | None:
