@@ -143,6 +143,7 @@ def _queue(cluster, run_id: str) -> list[dict[str, str]]:
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_every_cluster_job_went_through_sbatch_and_finished(cluster, slurm_study) -> None:
     workdir, output = slurm_study
     run_id = re.search(r"SLURM run ID: (\S+)", output).group(1)
@@ -177,6 +178,7 @@ def test_every_cluster_job_went_through_sbatch_and_finished(cluster, slurm_study
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_only_training_jobs_got_the_gpus_and_ran_launched(cluster, slurm_study) -> None:
     workdir, output = slurm_study
     run_id = re.search(r"SLURM run ID: (\S+)", output).group(1)
@@ -201,6 +203,7 @@ def test_only_training_jobs_got_the_gpus_and_ran_launched(cluster, slurm_study) 
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_the_study_is_complete_after_the_cluster_run(slurm_study) -> None:
     workdir, _ = slurm_study
     assert (workdir / "results/README.md").exists()
@@ -237,6 +240,7 @@ def time_limited(cluster, slurm_study, tmp_path_factory: pytest.TempPathFactory)
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_a_job_saves_before_its_time_limit_and_its_resubmission_resumes(cluster, time_limited) -> None:
     workdir, reference, output = time_limited
     run_id = re.search(r"SLURM run ID: (\S+)", output).group(1)
@@ -270,6 +274,7 @@ def test_a_job_saves_before_its_time_limit_and_its_resubmission_resumes(cluster,
 
 
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_an_adaptive_sweep_runs_its_rungs_on_the_cluster(slurm_study) -> None:
     workdir, output = slurm_study
     submitted = _submitted(output)
