@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from adaptive_truth import SETTINGS, options
+from adaptive_truth import SETTINGS, options, verdict
 from known_truth import (
     CLOSE,
     PAPER_NS,
@@ -124,11 +124,6 @@ def run_pairs(names: Sequence[str], seeds: Sequence[int]) -> dict[tuple[str, int
     jobs = [(name, seed) for name in names for seed in seeds]
     with ProcessPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as pool:
         return dict(zip(jobs, pool.map(run_pair, [PAIRS[name] for name, _ in jobs], [seed for _, seed in jobs])))
-
-
-def verdict(fit: dict[str, Any]) -> str:
-    law = fit["optimum"]["n"]
-    return f"{law['identified']} L {law['L']:.2f} k {law['k']:.2f} C0 {law['log10_c0']:.2f} b {law['b']:.2f}" if law["ok"] else law["kind"]
 
 
 def fallback(result: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ import pytest
 from known_truth import recovery
 from prior_truth import MISMATCHED, PAIRS, REALISTIC, SHIFTED, replay_b, run_pairs
 
-from isocompute.adaptive.decisions import above_own_plateau, decide, decide_round
+from isocompute.adaptive.decisions import above_own_plateau, decide, decide_round, round_state
 from isocompute.adaptive.prior import (
     PAPER_LAWS,
     SPREAD_DOUBLINGS,
@@ -22,7 +22,7 @@ from isocompute.adaptive.prior import (
     load_prior,
     planned_reach,
 )
-from isocompute.adaptive.rungs import AdaptiveError, AdaptiveSettings, rung_caps
+from isocompute.adaptive.rungs import AdaptiveError, AdaptiveSettings, reached_rungs, rung_caps, trained_rungs
 from isocompute.fits.forms import optimum_curve
 
 ARMS = [8, 16, 32, 64, 128, 256, 512, 1024]
@@ -201,9 +201,6 @@ def test_without_a_prior_a_realistic_table_spends_under_70_percent_and_keeps_its
 def test_a_resumed_arm_trains_the_rungs_it_missed_at_the_next_one() -> None:
     """The workflow's rounds: an arm stopped at round 0 and resumed at round 2 reaches rung 3 next, and its run's
     rung files (the ones the round after reads) are every rung it trains, the missed ones included."""
-    from isocompute.adaptive.decisions import round_state
-    from isocompute.adaptive.rungs import reached_rungs, trained_rungs
-
     rung_steps = {2: [4, 8, 16, 32], 4: [2, 4, 8, 16], 8: [1, 2, 4, 8]}
     stopped = round_state({"decisions": [{"n": 8, "action": "stop"}, {"n": 2, "action": "extend"}, {"n": 4, "action": "extend"}]},
                           reached_rungs(sorted(rung_steps), None, 0), rung_steps)  # fmt: skip

@@ -42,12 +42,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from isocompute.adaptive.prior import Prior, contradiction, prior_of_law, prior_stop
+from isocompute.adaptive.prior import Prior, contradiction, material_points, prior_of_law, prior_stop
 from isocompute.adaptive.rungs import (
     CAP_SLACK,
     RULES,
     AdaptiveError,
     AdaptiveSettings,
+    guard_arms,
     reached_rungs,
     rung_caps,
     rung_step,
@@ -115,23 +116,23 @@ def guards(fit: Mapping[str, Any], arms: Sequence[int]) -> dict[int, str]:
     if fit["optimum_at_max_compute"] is None:
         return {}
     n_top = int(fit["optimum_at_max_compute"]["n"])
-    at = arms.index(n_top)
-    guarded = {n_top: "the frontier's arm at the top of the reached range"}
-    for neighbour in arms[max(at - 1, 0) : at] + arms[at + 1 : at + 2]:
-        guarded[neighbour] = f"a neighbour of the frontier's arm n* = {n_top} at the top of the reached range"
-    return guarded
+    return {
+        n: "the frontier's arm at the top of the reached range" if n == n_top
+        else f"a neighbour of the frontier's arm n* = {n_top} at the top of the reached range"
+        for n in guard_arms(arms, n_top)
+    }  # fmt: skip
 
 
 def last_material(fit: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The highest-compute optimum point whose leaders are evidence (`status` material), or None."""
-    material = [point for point in fit["optimum_points"] if point["status"]["n"] == "material"]
+    material = material_points(fit["optimum_points"])
     return material[-1] if material else None
 
 
 def rising_in_data(fit: Mapping[str, Any]) -> bool:
     """Whether the data show n* rising: two material points whose leader sets are apart upwards, and no two
     apart downwards (the verdict's own reading of the leaders, `fits.law`)."""
-    sets = [point["leaders"]["n"] for point in fit["optimum_points"] if point["status"]["n"] == "material"]
+    sets = [point["leaders"]["n"] for point in material_points(fit["optimum_points"])]
     pairs = [(first, second) for i, first in enumerate(sets) for second in sets[i + 1 :]]
     up = any(min(second) > max(first) for first, second in pairs)
     down = any(max(second) < min(first) for first, second in pairs)

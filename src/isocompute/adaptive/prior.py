@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from isocompute.adaptive.rungs import AdaptiveError
+from isocompute.adaptive.rungs import AdaptiveError, guard_arms
 from isocompute.fits.forms import optimum_curve
 
 # The paper's laws of n* at B_problem = 32, compute in rollouts, Qwen2.5-7B-Instruct (docs/reference/recipe.md).
@@ -158,12 +158,15 @@ def _law_of(entry: Mapping[str, Any], where: str) -> tuple[float, float, float, 
     return law  # type: ignore[return-value]
 
 
+def material_points(points: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The optimum points (a study fit's `optimum_points`) whose leaders of n are evidence: `status` material."""
+    return [point for point in points if point["status"]["n"] == "material"]
+
+
 def contradiction(prior: Prior, points: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """The first material point (of a study fit's `optimum_points`) whose leaders all lie outside the prior's
     band, or None where the prior holds at every one."""
-    for point in points:
-        if point["status"]["n"] != "material":
-            continue
+    for point in material_points(points):
         leaders = np.log2(point["leaders"]["n"])
         low, high = prior.band(point["compute"])
         if leaders.max() < low or leaders.min() > high:
@@ -173,8 +176,9 @@ def contradiction(prior: Prior, points: Sequence[Mapping[str, Any]]) -> dict[str
 
 
 def prior_stop(prior: Prior, n: int, c_top: float, c_max: float, top_leaders: Sequence[int] | None) -> str | None:
-    """Why the followed prior stops arm `n` (not guarded, past `min_steps`), or None: above the band at
-    C_max, or below it at C_top and `PRIOR_BEHIND_DOUBLINGS` below every leader at C_top (a material point)."""
+    """Why the followed prior stops arm `n` (no guard; it reads the frontier, so `min_steps` does not apply), or
+    None: above the prior's law at `c_max`, or, for a rising prior, below it at `c_top` and
+    `PRIOR_BEHIND_DOUBLINGS` below every leader there (`top_leaders`, a material point's)."""
     high_at_max = prior.band(c_max, spread=0.0)[1]
     if np.log2(n) > high_at_max:
         return (f"above the plateau of {prior.source} (n* <= {2**high_at_max:.3g} at C = {c_max:.4g}, its replicas' "
@@ -198,18 +202,15 @@ def planned_reach(prior: Prior, arms: Sequence[int], caps: Sequence[float]) -> d
     arms = sorted(arms)
 
     def top(cap: float) -> int:
-        return int(np.argmin(np.abs(np.log2(arms) - optimum_curve(np.log10(cap), *prior.law))))
-
-    def guards(cap: float) -> list[int]:
-        return arms[max(top(cap) - 1, 0) : top(cap) + 2]
+        return arms[int(np.argmin(np.abs(np.log2(arms) - optimum_curve(np.log10(cap), *prior.law))))]
 
     c_max = caps[-1]
     reach = dict.fromkeys(arms, c_max)
     for n in arms:
-        if n in guards(c_max):
+        if n in guard_arms(arms, top(c_max)):
             continue
         for cap in caps[:-1]:
-            if n not in guards(cap) and prior_stop(prior, n, cap, c_max, [arms[top(cap)]]) is not None:
+            if n not in guard_arms(arms, top(cap)) and prior_stop(prior, n, cap, c_max, [top(cap)]) is not None:
                 reach[n] = cap
                 break
     return reach

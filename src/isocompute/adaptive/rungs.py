@@ -78,6 +78,13 @@ def trained_rungs(steps: Sequence[int], reached: int) -> list[int]:
     return [rung for rung in range(reached + 1) if steps[rung] > (steps[rung - 1] if rung else 0)]
 
 
+def guard_arms(arms: Sequence[int], n_top: int) -> list[int]:
+    """The arms that always run on: the frontier's arm `n_top` and its neighbours on the sorted grid `arms`
+    (n*/2 and 2 n* where they exist)."""
+    at = list(arms).index(n_top)
+    return list(arms[max(at - 1, 0) : at + 2])
+
+
 def reached_rungs(arms: Sequence[int], previous: Mapping[str, Any] | None, rung: int) -> dict[int, int]:
     """The rung each arm has trained to once rung `rung` is done: every arm at rung 0; later, the arms the
     previous round (its record, `None` before round 0) kept active at `rung`, the others where they stopped."""
