@@ -20,7 +20,7 @@ from isocompute.adaptive.decisions import BEHIND_DOUBLINGS, REWARD_MAX, ceiling_
 from isocompute.adaptive.rungs import AdaptiveError, AdaptiveSettings, reached_rungs, rung_caps, trained_rungs
 from isocompute.cli import main
 from isocompute.fits.bootstrap import resample_evals
-from isocompute.fits.fits_json import fit_study
+from isocompute.fits.study_fit import fit_study
 from isocompute.pipeline.config import ConfigError, adaptive_prior, check_config, validate_config
 from isocompute.sampling.metrics import summarize_counts
 

@@ -6,7 +6,7 @@ import pytest
 
 from isocompute.fits.bootstrap import resample_evals
 from isocompute.fits.curves import FitOptions
-from isocompute.fits.fits_json import fit_study
+from isocompute.fits.study_fit import fit_study
 from isocompute.fits.forms import reward_curve
 from isocompute.sampling.metrics import summarize_counts
 

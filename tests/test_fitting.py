@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from isocompute.fits.curves import FitOptions
-from isocompute.fits.fits_json import fit_study
+from isocompute.fits.study_fit import fit_study
 from isocompute.fits.forms import (
     FitFailure,
     OptimumFit,

@@ -55,7 +55,7 @@ from isocompute.adaptive.rungs import (
 )
 from isocompute.fits.bootstrap import resample_evals
 from isocompute.fits.curves import FitOptions
-from isocompute.fits.fits_json import fit_study
+from isocompute.fits.study_fit import fit_study
 from isocompute.fits.forms import RewardFit, reward_fit_from_json
 from isocompute.fits.leaders import RESOLVED_SHARE
 

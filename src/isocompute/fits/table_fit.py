@@ -20,7 +20,7 @@ from isocompute.errors import IsoComputeError
 from isocompute.files import missing_columns, read_table
 from isocompute.fits.bootstrap import CHECKPOINT_KEYS, resample_evals
 from isocompute.fits.curves import FitOptions
-from isocompute.fits.fits_json import fit_study
+from isocompute.fits.study_fit import fit_study
 from isocompute.fits.leaders import DEFAULT_TOLERANCE
 
 REQUIRED = ["run", "n", "b_problem", "step", "compute_rollouts", "compute_tokens"]
