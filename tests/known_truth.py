@@ -29,8 +29,8 @@ from scipy.special import expit, logit
 
 from isocompute.fits.bootstrap import resample_evals
 from isocompute.fits.curves import FitOptions
-from isocompute.fits.study_fit import fit_study
 from isocompute.fits.forms import optimum_curve, reward_curve
+from isocompute.fits.study_fit import fit_study
 from isocompute.sampling.metrics import summarize_counts
 from isocompute.study.grid import checkpoint_steps
 

@@ -5,7 +5,6 @@ import pandas as pd
 import pytest
 
 from isocompute.fits.curves import FitOptions
-from isocompute.fits.study_fit import fit_study
 from isocompute.fits.forms import (
     FitFailure,
     OptimumFit,
@@ -19,6 +18,7 @@ from isocompute.fits.forms import (
 from isocompute.fits.frontier import Curve, distinct_computes, frontier
 from isocompute.fits.law import decade_weights, fit_law, fit_leaders, judge_law
 from isocompute.fits.leaders import ALL_LEAD, MATERIAL, ColumnLeaders
+from isocompute.fits.study_fit import fit_study
 
 COMPUTE = np.geomspace(1e3, 1e7, 13)
 

@@ -53,11 +53,12 @@ from isocompute.adaptive.rungs import (
     rung_caps,
     rung_step,
 )
+from isocompute.errors import plain
 from isocompute.fits.bootstrap import resample_evals
 from isocompute.fits.curves import FitOptions
-from isocompute.fits.study_fit import fit_study
 from isocompute.fits.forms import RewardFit, reward_fit_from_json
 from isocompute.fits.leaders import RESOLVED_SHARE
+from isocompute.fits.study_fit import fit_study
 
 # The metric's largest value (avg@k, best@k and worst@k are shares): the only bound on an unsaturated curve.
 REWARD_MAX = 1.0
@@ -308,7 +309,7 @@ def replay(
     if options.by != ("n",) or options.compute != "compute_rollouts":
         raise AdaptiveError("the adaptive sweep replays a fixed-B_problem study: curves by n, compute in rollouts")
     if evals["b_problem"].nunique() != 1:
-        raise AdaptiveError(f"the evaluations hold b_problem values {sorted(evals['b_problem'].unique())}: keep one")
+        raise AdaptiveError(f"the evaluations hold b_problem values {plain(sorted(evals['b_problem'].unique()))}: keep one")
     if bootstrap < 1:
         raise AdaptiveError("the adaptive sweep needs bootstrap replicas (--bootstrap >= 1): no band, no stop")
     checkpoints = {
