@@ -1,4 +1,5 @@
-"""`isocompute simulate PRESET`: the simulated policy's study, its fits and its phase diagram."""
+"""`isocompute simulate PRESET`: the simulated policy's study, its fits and its phase diagram; with `--truth`,
+its known truth beside the fits (docs/log/simulated-truth.md)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,27 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     simulated.add_argument("--no-fit", action="store_true", help="write the tables only")
     simulated.add_argument("--fit-only", action="store_true", help="refit the tables already written, no training")
+    simulated.add_argument(
+        "--truth", type=int, metavar="SEEDS",
+        help="instead of the study: train SEEDS more seeds per level (after the grid's) and write each study's "
+        "expected reward, true n*(C) and its material moves beside the fits on disk (truth/truth_vs_fit.md)",
+    )  # fmt: skip
+    simulated.add_argument(
+        "--levels", nargs="+", metavar="LEVEL", help="with --truth: only these interference levels"
+    )
     simulated.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> None:
-    from isocompute.mechanism.simulated_study import run_preset
+    from isocompute.mechanism.simulated_policy import SimulationError
+    from isocompute.mechanism.simulated_study import load_preset, run_preset
+    from isocompute.mechanism.simulated_truth import run_truth
 
+    if args.truth is not None:
+        run_truth(load_preset(args.preset), args.truth, args.levels)
+        return
+    if args.levels:
+        raise SimulationError(f"--levels {args.levels}: only --truth trains a subset of levels")
     workers = available_cores() if args.workers is None else args.workers
     run_preset(args.preset, workers, train=not args.fit_only, fit=not args.no_fit)
 

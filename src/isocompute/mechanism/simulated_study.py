@@ -246,17 +246,38 @@ def simulate(config: Mapping[str, Any], workers: int = 1, log: Callable[[str], N
 
 def train_group(config: Mapping[str, Any], b_problem: int, n: int, log: Callable[[str], None] = print) -> float:
     """Train every level and seed at (B_problem, n) side by side and write their tables; return the seconds."""
-    torch.set_num_threads(1)  # one core per group: the groups are the parallelism
     started = time.perf_counter()
     root = Path(config["results_root"])
     problems = make_problems(config)
+    replicas = [(level, seed) for level in config["interference"] for seed in config["grid"]["seeds"]]
+    records, batch = train_replicas(config, problems, b_problem, n, replicas)
+    evaluation = config["evaluation"]
+    sample = np.random.default_rng([config["seed"], 2]).choice(
+        problems.train, min(evaluation["train_sample_size"], problems.train_size), replace=False
+    )
+    for r, (level, seed) in enumerate(replicas):
+        _write_run(root / "evaluation" / level, level, b_problem, n, seed, records, r, problems, sample, evaluation, batch)
+    seconds = time.perf_counter() - started
+    log(f"bp{b_problem} n={n}: {records[-1][0]} steps x {len(replicas)} runs in {seconds:.1f} s")
+    return seconds
+
+
+def train_replicas(
+    config: Mapping[str, Any], problems: Problems, b_problem: int, n: int, replicas: list[tuple[str, int]]
+) -> tuple[list[tuple[int, np.ndarray, np.ndarray]], int]:
+    """Train the runs `replicas` ((level, seed) pairs) at (B_problem, n) side by side to the preset's compute_max.
+
+    Returns the checkpoints (step, exact pass rates (replicas x problems), mean zero-std group share per
+    replica since the last checkpoint) and the batch B. The one training loop of the simulated policy: the
+    study's runs (`train_group`) and the truth's seeds (`simulated_truth`) both step through it.
+    """
+    torch.set_num_threads(1)  # one core per group: the groups are the parallelism
     answers, dim = config["policy"]["answers"], config["policy"]["feature_dim"]
     base = base_logits(problems.pass_rates, problems.correct, answers, float(config["policy"]["temperature"]))
     levels = config["interference"]
-    replicas = [(level, seed) for level in levels for seed in config["grid"]["seeds"]]
     features = {
-        level: unit_features(len(problems.pass_rates), dim, float(channels["overlap"]), np.random.default_rng([config["seed"], 1]))
-        for level, channels in levels.items()
+        level: unit_features(len(problems.pass_rates), dim, float(levels[level]["overlap"]), np.random.default_rng([config["seed"], 1]))
+        for level in dict.fromkeys(level for level, _ in replicas)
     }
     policies = SimulatedPolicies(
         base=np.broadcast_to(base, (len(replicas), *base.shape)),
@@ -278,15 +299,7 @@ def train_group(config: Mapping[str, Any], b_problem: int, n: int, log: Callable
         if step in saves:
             records.append((step, policies.pass_rates(), np.mean(since, axis=0)))
             since = []
-    evaluation = config["evaluation"]
-    sample = np.random.default_rng([config["seed"], 2]).choice(
-        problems.train, min(evaluation["train_sample_size"], problems.train_size), replace=False
-    )
-    for r, (level, seed) in enumerate(replicas):
-        _write_run(root / "evaluation" / level, level, b_problem, n, seed, records, r, problems, sample, evaluation, policies.batch)
-    seconds = time.perf_counter() - started
-    log(f"bp{b_problem} n={n}: {last} steps x {len(replicas)} runs in {seconds:.1f} s")
-    return seconds
+    return records, policies.batch
 
 
 def _run_seed(preset_seed: int, seed: int, b_problem: int, n: int) -> list[int]:
@@ -467,6 +480,9 @@ def run_preset(path: str | Path, workers: int = 1, train: bool = True, fit: bool
         phase_diagram(table, list(config["interference"]), root / "figures")
         zero_pass_skew(config)
         timings["fit_seconds"] = time.perf_counter() - fitting
+        from isocompute.mechanism.simulated_truth import compare  # it imports this module
+
+        compare(config, log)  # a refit refreshes the truth's comparison, where a truth was run
     timings["workers"] = workers
     write_json(timings, root / ("timings.json" if train else "timings_fit.json"))
     log(f"simulated policy: trained in {timings.get('train_seconds', 0):.0f} s, fitted in {timings.get('fit_seconds', 0):.0f} s")
