@@ -1,4 +1,4 @@
-"""`isocompute fit` and `isocompute recommend`, as a user runs them on an evaluation table."""
+"""`isocompute fit`, `recommend`, `replay` and `plot`, as a user runs them on an evaluation table."""
 
 import json
 import subprocess
@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from known_truth import SCENARIOS, draw
 
 from isocompute.cli import main
 from isocompute.fits.forms import reward_curve
@@ -127,3 +128,24 @@ def test_no_frontier_gives_a_reason_not_a_crash() -> None:
     advice = recommend_or_reason(fits, 1e4)
     assert "no curve could be fitted" in advice["error"]
     assert "no recommendation" in describe_recommendation(advice)
+
+
+def test_replay_without_counts_names_residual_bands(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A sweep logged by a tracker has no per-problem counts: replay runs on the table alone, each decision's
+    bands from the residual bootstrap `fit` draws without counts, and says so in its JSON and its output."""
+    evals, _, base = draw(SCENARIOS["paper_easy_law"], 0)
+    evals.to_csv(tmp_path / "evals.csv", index=False)
+    base.to_parquet(tmp_path / "base.parquet")
+    out = tmp_path / "replay.json"
+    evals_path = str(tmp_path / "evals.csv")
+    options = ["--base-reward", "0.1", "--bootstrap", "4", "--rung-factor", "4", "--out", str(out)]
+    code = main(["replay", evals_path, *options])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    result = json.loads(out.read_text())
+    assert result["bootstrap"]["kind"] == result["fits"]["bootstrap"]["kind"] == "residuals"
+    assert result["rollouts_spent"] < result["rollouts_full_grid"]
+    assert "bands: residual bootstrap of each curve, no per-problem counts" in printed.out
+    code = main(["replay", evals_path, "--base-counts", str(tmp_path / "base.parquet"), "--out", str(out)])
+    error = capsys.readouterr().err
+    assert code == 2 and f"--base-counts {tmp_path / 'base.parquet'}" in error and "give both" in error
