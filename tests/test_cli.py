@@ -149,3 +149,28 @@ def test_replay_without_counts_names_residual_bands(tmp_path: Path, capsys: pyte
     code = main(["replay", evals_path, "--base-counts", str(tmp_path / "base.parquet"), "--out", str(out)])
     error = capsys.readouterr().err
     assert code == 2 and f"--base-counts {tmp_path / 'base.parquet'}" in error and "give both" in error
+
+
+def test_plot_draws_the_pipelines_figures_from_a_fit(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """`isocompute plot` on `isocompute fit`'s output: the figures the pipeline draws for a fixed-B_problem
+    study from its fits (each curve with its fit and the frontier, n*(C) with its law, the hold-out check),
+    each file printed; a metric or compute measure the file was not fitted for is refused with its key."""
+    evals, _, _ = draw(SCENARIOS["paper_easy_law"], 0)
+    evals.to_csv(tmp_path / "evals.csv", index=False)
+    fits, out = tmp_path / "fits.json", tmp_path / "figures"
+    evals_path = str(tmp_path / "evals.csv")
+    assert main(["fit", evals_path, "--base-reward", "0.1", "--bootstrap", "4", "--out", str(fits)]) == 0
+    capsys.readouterr()
+    assert main(["plot", str(fits), "--out", str(out), "--format", "png", "pdf"]) == 0
+    printed = capsys.readouterr().out.split()
+    figures = ["fig05_frontier", "fig06_nstar", "fig_extrapolation"]
+    expected = sorted(f"{figure}.{extension}" for figure in figures for extension in ("png", "pdf"))
+    assert sorted(Path(path).name for path in printed) == sorted(path.name for path in out.iterdir())
+    assert sorted(Path(path).name for path in printed) == expected
+    assert all(Path(path).stat().st_size > 3000 for path in printed)
+    assert main(["plot", str(fits), "--metric", "best@4", "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert f"{fits}: no fit of metric 'best@4' (key fits['best@4']); it has ['avg@4']" in error
+    assert main(["plot", str(fits), "--compute", "tokens", "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert "key fits['avg@4']['compute_tokens']" in error and "it has ['compute_rollouts']" in error
