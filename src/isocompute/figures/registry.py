@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -375,8 +375,8 @@ class FitsFileError(IsoComputeError, ValueError):
 
 def fit_in(study_file: Mapping[str, Any], metric: str, compute: str | None, path: str) -> Mapping[str, Any]:
     """The fit of `metric` in `compute` (default: the file's headline measure) of a study's fits.json,
-    `fits[metric][compute]`, refused with the missing key and the keys the file has named: a figure drawn
-    from the wrong file, or for a metric it was not fitted for, says what to ask for instead."""
+    `fits[metric][compute]`; where the file lacks it, an error naming the missing key and the keys the file
+    has, so a figure asked of the wrong file or metric says what to ask for instead of a bare KeyError."""
     fits = study_file.get("fits")
     if not isinstance(fits, Mapping):
         raise FitsFileError(f"{path}: no key 'fits': not a study's fits JSON (docs/reference/fits.md)")
