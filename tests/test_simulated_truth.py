@@ -52,8 +52,9 @@ def test_truth_seeds_are_the_study_runs_under_those_seeds_and_their_mean(tmp_pat
 
 
 def means(rows: list[tuple[int, float, float, float]]) -> pd.DataFrame:
-    """A study's mean table from (n, compute, mean, se) rows."""
-    return pd.DataFrame(rows, columns=["n", "compute", "mean", "se"])
+    """A study's mean table from (n, compute, mean, se) rows, of 4 seeds each."""
+    table = pd.DataFrame(rows, columns=["n", "compute", "mean", "se"])
+    return table.assign(sd=table["se"] * 2)
 
 
 def test_ties_within_the_tolerance_or_the_noise_and_material_moves_only() -> None:
@@ -72,6 +73,8 @@ def test_ties_within_the_tolerance_or_the_noise_and_material_moves_only() -> Non
     assert list(table["move"]) == ["", "", "2 -> 8", ""] and list(table["held"]) == [2, 2, 8, 8]
     assert table["candidates"][3] == [8, 64]  # n = 2 was not measured there: no candidate
     assert table["margin"][2] == pytest.approx(0.02)
+    assert table["move_size"][2] == pytest.approx(0.02)
+    assert table["move_sd"][2] == pytest.approx(np.hypot(0.001, 0.001))
 
 
 def test_truth_command_and_its_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

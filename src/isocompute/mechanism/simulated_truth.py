@@ -143,7 +143,8 @@ def true_optimum(means: pd.DataFrame, tolerance: float) -> pd.DataFrame:
     An n is a candidate only where it was measured. The tie set holds every candidate within the tolerance,
     or within `NOISE_SE` standard errors of the difference, of the best: more than one n there is a tie. n*
     moves materially where the point's best beats the held n* (the first point's best, then each move's) by
-    more than the tolerance and by more than the noise; `move` names it as "held -> best".
+    more than the tolerance and by more than the noise; `move` names it as "held -> best", `move_size` is
+    that gap and `move_sd` the per-seed sd of the difference (what a study of few seeds must see it through).
     """
     points = distinct_computes(means["compute"])
     nearest = np.abs(np.log10(means["compute"].to_numpy()[:, None] / points[None, :])).argmin(axis=1)
@@ -157,17 +158,18 @@ def true_optimum(means: pd.DataFrame, tolerance: float) -> pd.DataFrame:
         noise = NOISE_SE * np.sqrt(here.loc[best, "se"] ** 2 + here["se"] ** 2)
         ties = [int(n) for n in here.index if gap[n] <= max(tolerance, noise[n])]
         others = gap.drop(best)
-        move = ""
+        move, size, spread = "", float("nan"), float("nan")
         if held is None:
             held = best
         elif held in here.index and best != held and gap[held] > max(tolerance, noise[held]):
-            move = f"{held} -> {best}"
+            move, size = f"{held} -> {best}", float(gap[held])
+            spread = float(np.hypot(here.loc[best, "sd"], here.loc[held, "sd"]))
             held = best
         rows.append({
             "compute": float(compute), "candidates": [int(n) for n in here.index], "n_star": best,
             "reward": float(here.loc[best, "mean"]), "ties": ties, "tie": len(ties) > 1,
             "margin": float(others.min()) if len(others) else float("nan"), "se_max": float(here["se"].max()),
-            "held": held, "move": move,
+            "held": held, "move": move, "move_size": size, "move_sd": spread,
         })  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -218,10 +220,15 @@ def study_truth(config: Mapping[str, Any], study: Study, means: pd.DataFrame) ->
 
 
 def markdown(config: Mapping[str, Any], study: Study, table: pd.DataFrame, means: pd.DataFrame) -> str:
-    """The study's section of truth_vs_fit.md: its verdicts and one row per compute point."""
+    """The study's section of truth_vs_fit.md: its verdicts and one row per compute point. Each material move
+    is set against the standard error of the same difference in the fitted data (per-seed sd over the root
+    of the grid's seed count): a move within two of them cannot be seen in that data."""
     fit = fitted(Path(config["results_root"]), study, config["fits"]["metric"])
     moves = table[table["move"] != ""]
-    truth = ("moves: " + ", ".join(f"{m} at C = {c:.3g}" for m, c in zip(moves["move"], moves["compute"]))
+    data = len(config["grid"]["seeds"])
+    truth = ("moves: " + "; ".join(f"{row.move} at C = {row.compute:.3g} by {row.move_size:.4f} (SE of that "
+                                   f"difference in {data}-seed data {row.move_sd / np.sqrt(data):.4f})"
+                                   for row in moves.itertuples())
              if len(moves) else "no material move")  # fmt: skip
     mine = means[
         (means["level"] == study.level)
