@@ -153,6 +153,9 @@ def true_optimum(means: pd.DataFrame, tolerance: float) -> pd.DataFrame:
     held: int | None = None
     for index, compute in enumerate(points):
         here = means[means["point"] == index].set_index("n").sort_index()
+        if here.index.has_duplicates:
+            twice = sorted(set(here.index[here.index.duplicated()]))
+            raise SimulationError(f"n = {plain(twice)} has two checkpoints near C = {compute:.4g}")
         best = int(here["mean"].idxmax())
         gap = here.loc[best, "mean"] - here["mean"]
         noise = NOISE_SE * np.sqrt(here.loc[best, "se"] ** 2 + here["se"] ** 2)
