@@ -140,8 +140,9 @@ def true_optimum(means: pd.DataFrame, tolerance: float) -> pd.DataFrame:
     """One study's true n*(C) at each compute point (`distinct_computes` of its checkpoints, as the fit reads
     them).
 
-    An n is a candidate only where it was measured. The tie set holds every candidate within the tolerance,
-    or within `NOISE_SE` standard errors of the difference, of the best: more than one n there is a tie. n*
+    An n is a candidate only where it was measured (at its checkpoint nearest the point). The tie set holds
+    every candidate within the tolerance, or within `NOISE_SE` standard errors of the difference, of the
+    best: more than one n there is a tie. n*
     moves materially where the point's best beats the held n* (the first point's best, then each move's) by
     more than the tolerance and by more than the noise; `move` names it as "held -> best", `move_size` is
     that gap and `move_sd` the per-seed sd of the difference (what a study of few seeds must see it through).
@@ -152,10 +153,10 @@ def true_optimum(means: pd.DataFrame, tolerance: float) -> pd.DataFrame:
     rows: list[dict[str, Any]] = []
     held: int | None = None
     for index, compute in enumerate(points):
-        here = means[means["point"] == index].set_index("n").sort_index()
-        if here.index.has_duplicates:
-            twice = sorted(set(here.index[here.index.duplicated()]))
-            raise SimulationError(f"n = {plain(twice)} has two checkpoints near C = {compute:.4g}")
+        here = means[means["point"] == index]
+        # a run whose last step overshoots compute_max also saves the step before: one value per n, the nearer
+        nearer = np.abs(np.log10(here["compute"] / compute)).groupby(here["n"]).idxmin()
+        here = here.loc[nearer].set_index("n").sort_index()
         best = int(here["mean"].idxmax())
         gap = here.loc[best, "mean"] - here["mean"]
         noise = NOISE_SE * np.sqrt(here.loc[best, "se"] ** 2 + here["se"] ** 2)
