@@ -64,7 +64,7 @@ def test_ties_within_the_tolerance_or_the_noise_and_material_moves_only() -> Non
             (2, 1e4, 0.600, 0.0040), (8, 1e4, 0.608, 0.0040),  # 0.008 apart but within 2 SE (0.011): a tie
             (2, 1e5, 0.700, 0.0005), (8, 1e5, 0.720, 0.0005), (64, 1e5, 0.690, 0.0005),  # 8 beats 2: a move
             (8, 1e6, 0.800, 0.0005), (64, 1e6, 0.804, 0.0005),  # 64 ahead by less than the tolerance: no move
-            (64, 1.02e6, 0.9, 0.0005),  # n = 64's one step later in the same point: its nearer checkpoint stands
+            (64, 1.02e6, 0.9, 0.0005),  # n = 64 a step later, same point: the nearer one stands
         ]),
         tolerance=0.005,
     )  # fmt: skip
