@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from isocompute.adaptive.rungs import RULES
+from isocompute.cli.arguments import add_source_arguments, source_table
 from isocompute.files import write_json
 from isocompute.fits.curves import FitOptions
 from isocompute.fits.table_fit import read_base_counts, read_counts, read_evals
@@ -30,6 +31,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     replay.add_argument("--rules", default=",".join(RULES), help=f"the plain rule's parts to apply, comma-separated "
                         f"(default: all of {','.join(RULES)}; the workflow applies all): replay with fewer to see what each saves")
     replay.add_argument("--holdout-decades", type=float, default=0.5, help="top compute held out to check the kept data's law")
+    add_source_arguments(replay)
     replay.set_defaults(run=run)
 
 
@@ -39,7 +41,7 @@ def replayed(args: argparse.Namespace) -> dict:
     from isocompute.adaptive.prior import load_prior
     from isocompute.adaptive.rungs import AdaptiveSettings
 
-    evals = read_evals(args.evals, args.metric, ("n",), "compute_rollouts")
+    evals = read_evals(args.evals, args.metric, ("n",), "compute_rollouts", source_table(args.evals, args, [args.metric]))
     counts = read_counts(args.counts, args.k, ("n",), "compute_rollouts")
     options = FitOptions(metric=args.metric, compute="compute_rollouts", by=("n",), base_reward=args.base_reward)
     settings = AdaptiveSettings(args.rung_factor, args.min_steps, args.audit_rungs)
