@@ -148,7 +148,8 @@ def import_source(
         if log.name in settings:
             part, tokens[log.name] = evaluation_rows(log, settings[log.name], list(metrics))
             rows.append(part)
-    evals = pd.concat(rows, ignore_index=True)
+    # One order whatever the source's: by the grid, then the run, then the step.
+    evals = pd.concat(rows, ignore_index=True).sort_values(["b_problem", "n", "run", "step"], ignore_index=True)
     if evals["seed"].isna().all():
         evals = evals.drop(columns="seed")
     return Imported(evals, settings, tokens, skipped, formats)
