@@ -118,7 +118,7 @@ def test_fit_and_recommend_read_a_source_directly(tmp_path: Path, capsys: pytest
     assert main(["import", str(tmp_path / "panel.csv"), "--metric", METRIC, "--map", str(tmp_path / "runs.csv"),
                  "--out", str(tmp_path / "evals.csv")]) == 0  # fmt: skip
     printed = capsys.readouterr().out
-    assert "run 'sweep-8': n 8, b_problem 32, seed 0 (b_problem from --map, n from --map, seed from --map)" in printed
+    assert "run 'sweep-8': n 8, b_problem 32, seed 0 (n, b_problem, seed from --map)" in printed
     assert "runs 3; n [8, 32, 128]; b_problem [32]; seeds [0]" in printed
     assert f"metric columns ['{METRIC}']" in printed
     assert "tokens a copy of compute_rollouts (no completion length logged) (3 of 3 runs)" in printed
@@ -153,7 +153,7 @@ def test_an_mlflow_store_of_the_mlflow_client_by_its_tracking_uri(tmp_path: Path
     mlflow = pytest.importorskip("mlflow")
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
     uri = (tmp_path / "mlruns").as_uri()
-    mlflow.set_tracking_uri(uri)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)  # not mlflow.set_tracking_uri: it would outlive the test
     sweep = known_sweep()
     for run, rows in sweep.groupby("run"):
         with mlflow.start_run(run_name=run):

@@ -19,7 +19,7 @@ from isocompute.files import read_table
 from isocompute.fits.table_fit import REQUIRED, InputError
 from isocompute.sources import mlflow, table, tensorboard, trl, wandb
 from isocompute.sources.evaluations import evaluation_rows
-from isocompute.sources.runs import RunLog, RunSettings, run_settings
+from isocompute.sources.runs import SETTINGS, RunLog, RunSettings, run_settings
 
 FORMATS = ("wandb-csv", "wandb-history", "tensorboard", "mlflow", "trl", "table")
 TABLE_SUFFIXES = (".csv", ".jsonl", ".json", ".parquet")
@@ -42,7 +42,10 @@ class Imported:
         lines = [f"source {path}: {kind}" for path, kind in self.formats.items()]
         for name, rows in runs:
             run = self.settings[name]
-            origins = ", ".join(f"{key} from {origin}" for key, origin in sorted(run.origin.items()))
+            origins = "; ".join(
+                f"{', '.join(key for key in SETTINGS if run.origin.get(key) == origin)} from {origin}"
+                for origin in dict.fromkeys(run.origin[key] for key in SETTINGS if key in run.origin)
+            )
             steps = rows["step"].astype(int).tolist()
             lines.append(
                 f"run {name!r}: n {run.n}, b_problem {run.b_problem}, seed {_seed(run.seed)} ({origins}); "

@@ -71,6 +71,7 @@ def read_output_folders(paths: list[Path]) -> list[RunLog]:
             if history.empty:
                 raise InputError(f"{folder}: {STATE} has an empty log_history")
             root = path if path.is_dir() else path.parent
-            name = folder.relative_to(root).as_posix() if folder != root else folder.name
+            inside = folder != root and folder.is_relative_to(root)  # a checkpoint named alone: its run's folder
+            name = folder.relative_to(root).as_posix() if inside else folder.name
             logs.append(RunLog(name, history, _config(folder), str(folder)))
     return logs
