@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from isocompute.fits.table_fit import InputError
 from isocompute.sources import FORMATS, import_source
 from isocompute.sources.formats import detect
 from isocompute.sources.table import column_map
@@ -58,11 +59,16 @@ def add_source_arguments(sub: argparse.ArgumentParser) -> None:
 
 def source_table(path: str, args: argparse.Namespace, metrics: list[str]) -> pd.DataFrame | None:
     """The evaluation table of a command's positional `path` read as a source (its mapping printed to
-    stderr, where it stays apart from the command's own output), or None where `path` is an evaluation table
-    already, which the command reads as it always has."""
+    stderr, where it stays apart from the command's own output), or None where `path` is a table file that
+    is no tracker's log: the command reads it as an evaluation table, as it always has."""
     flags = (args.format, args.run_map, args.name_pattern, args.columns)
-    if all(flag is None for flag in flags) and Path(path).is_file() and detect(path) == "table":
-        return None
+    if all(flag is None for flag in flags) and Path(path).is_file():
+        try:
+            kind = detect(path)
+        except InputError:
+            return None  # no log of a tracker: the evaluation table's reader says what it lacks
+        if kind == "table":
+            return None
     imported = import_source([path], args.format, metrics, args.run_map, args.name_pattern, column_map(args.columns))
     print("\n".join(imported.mapping()), file=sys.stderr)
     return imported.table
