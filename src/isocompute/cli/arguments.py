@@ -10,8 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from isocompute.fits.table_fit import InputError
-from isocompute.sources import FORMATS, import_source
-from isocompute.sources.formats import detect
+from isocompute.sources import FORMATS, detect, import_source
 from isocompute.sources.table import column_map
 from isocompute.study.specs import SamplingSpec
 

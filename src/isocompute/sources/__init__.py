@@ -6,8 +6,21 @@ Each reader returns the runs as their tracker kept them (`runs.RunLog`); one map
 its n, b_problem and seed (`runs.run_settings`) and one assembly its rows (`evaluations.evaluation_rows`),
 so every format is checked and counted alike. The heavy readers (tensorboard, mlflow) import their package
 only when a source of theirs is read.
+
+Public names load from their modules on first use (`isocompute.exports`).
 """
 
-from isocompute.sources.formats import FORMATS, Imported, import_source, read_source
+from isocompute.exports import lazy_exports
 
-__all__ = ["FORMATS", "Imported", "import_source", "read_source"]
+EXPORTS = {
+    "FORMATS": "formats",
+    "Imported": "formats",
+    "detect": "formats",
+    "import_source": "formats",
+    "read_source": "formats",
+    "RunLog": "runs",
+    "RunSettings": "runs",
+    "run_settings": "runs",
+    "evaluation_rows": "evaluations",
+}
+__getattr__, __dir__ = lazy_exports(__name__, EXPORTS)
