@@ -83,7 +83,10 @@ def write_wandb_histories(sweep: pd.DataFrame, folder: Path) -> None:
         config = {
             "wandb_version": 1,
             "_wandb": {"desc": None, "value": {"cli_version": "0.31.0"}},
-            "actor_rollout_ref": {"desc": None, "value": {"rollout": {"n": int(rows["n"].iloc[0]), "temperature": 1.0}}},
+            "actor_rollout_ref": {
+                "desc": None,
+                "value": {"rollout": {"n": int(rows["n"].iloc[0]), "temperature": 1.0}},
+            },
             "data": {"desc": None, "value": {"train_batch_size": B_PROBLEM, "max_response_length": 1024}},
             "trainer": {"desc": None, "value": {"test_freq": 5, "logger": ["console", "wandb"]}},
         }
@@ -94,15 +97,25 @@ def test_wandb_histories_with_verl_configs_import_to_the_table_they_came_from(tm
     sweep = known_sweep()
     write_wandb_histories(sweep, tmp_path / "wandb")
     imported = import_source([str(tmp_path / "wandb")], metrics=[METRIC])
-    pd.testing.assert_frame_equal(imported.table.drop(columns=[]), expected(sweep).drop(columns="seed"), check_dtype=False)
+    pd.testing.assert_frame_equal(
+        imported.table.drop(columns=[]), expected(sweep).drop(columns="seed"), check_dtype=False
+    )
     assert imported.settings["sweep-8"].origin == {"n": "config (verl)", "b_problem": "config (verl)"}
-    assert any("logged 'response_length/mean' x rollouts, cumulated (3 of 3 runs)" in line for line in imported.mapping())
+    assert any(
+        "logged 'response_length/mean' x rollouts, cumulated (3 of 3 runs)" in line
+        for line in imported.mapping()
+    )
 
 
 def test_a_long_table_with_a_column_map(tmp_path: Path) -> None:
     sweep = expected(known_sweep()).rename(columns={"run": "experiment", "step": "global_step"})
     sweep.drop(columns=["compute_rollouts", "compute_tokens"]).to_parquet(tmp_path / "log.parquet")
-    table = read_source([str(tmp_path / "log.parquet")], "table", [METRIC], columns=column_map("run=experiment,step=global_step"))
+    table = read_source(
+        [str(tmp_path / "log.parquet")],
+        "table",
+        [METRIC],
+        columns=column_map("run=experiment,step=global_step"),
+    )
     assert table["compute_rollouts"].tolist() == sweep["compute_rollouts"].tolist()
     assert table[METRIC].tolist() == sweep[METRIC].tolist()
 
@@ -124,11 +137,27 @@ def test_fit_and_recommend_read_a_source_directly(tmp_path: Path, capsys: pytest
     assert "tokens a copy of compute_rollouts (no completion length logged) (3 of 3 runs)" in printed
     fit_args = ["--map", str(tmp_path / "runs.csv"), "--bootstrap", "5"]
     assert main(["fit", *source, *fit_args, "--out", str(tmp_path / "fits.json")]) == 0
-    assert main(["fit", str(tmp_path / "evals.csv"), "--metric", METRIC, "--bootstrap", "5", "--out", str(tmp_path / "same.json")]) == 0
+    assert (
+        main(
+            [
+                "fit",
+                str(tmp_path / "evals.csv"),
+                "--metric",
+                METRIC,
+                "--bootstrap",
+                "5",
+                "--out",
+                str(tmp_path / "same.json"),
+            ]
+        )
+        == 0
+    )
     direct, imported = (json.loads((tmp_path / name).read_text()) for name in ("fits.json", "same.json"))
     assert direct["fits"] == imported["fits"]
     assert "run 'sweep-128': n 128" in capsys.readouterr().err  # the mapping, apart from the fit's output
-    assert main(["recommend", *source, "--map", str(tmp_path / "runs.csv"), "--compute", "1e6", "--json"]) == 0
+    assert (
+        main(["recommend", *source, "--map", str(tmp_path / "runs.csv"), "--compute", "1e6", "--json"]) == 0
+    )
     advice = json.loads(capsys.readouterr().out)
     assert advice["compute"] == 1e6 and advice["metric"] == METRIC and advice["b_problem"] == B_PROBLEM
 
@@ -145,11 +174,17 @@ def test_tensorboard_files_of_torch_summary_writer(tmp_path: Path) -> None:
     imported = import_source([str(tmp_path / "tb")], metrics=[METRIC], run_map=str(tmp_path / "runs.csv"))
     assert imported.skipped == ["sweep-128"]
     assert "skipped (not in --map): ['sweep-128']" in imported.mapping()
-    want = expected(sweep[sweep["n"] < 128]).assign(compute_tokens=lambda t: t["compute_rollouts"].astype(float))
-    pd.testing.assert_frame_equal(imported.table, want, check_dtype=False, atol=1e-6)  # TensorBoard keeps float32
+    want = expected(sweep[sweep["n"] < 128]).assign(
+        compute_tokens=lambda t: t["compute_rollouts"].astype(float)
+    )
+    pd.testing.assert_frame_equal(
+        imported.table, want, check_dtype=False, atol=1e-6
+    )  # TensorBoard keeps float32
 
 
-def test_an_mlflow_store_of_the_mlflow_client_by_its_tracking_uri(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_mlflow_store_of_the_mlflow_client_by_its_tracking_uri(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     mlflow = pytest.importorskip("mlflow")
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
     uri = (tmp_path / "mlruns").as_uri()
@@ -157,12 +192,18 @@ def test_an_mlflow_store_of_the_mlflow_client_by_its_tracking_uri(tmp_path: Path
     sweep = known_sweep()
     for run, rows in sweep.groupby("run"):
         with mlflow.start_run(run_name=run):
-            mlflow.log_params({"n_samples_per_prompt": int(rows["n"].iloc[0]), "rollout_batch_size": B_PROBLEM, "seed": 0})
+            mlflow.log_params(
+                {"n_samples_per_prompt": int(rows["n"].iloc[0]), "rollout_batch_size": B_PROBLEM, "seed": 0}
+            )
             for _, row in rows.iterrows():
-                mlflow.log_metric("val_acc", row[METRIC], step=int(row["step"]))  # MLflow refuses '@' in a name
+                mlflow.log_metric(
+                    "val_acc", row[METRIC], step=int(row["step"])
+                )  # MLflow refuses '@' in a name
     monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE")  # the reader sets it itself
     imported = import_source([uri], metrics=["val_acc"])
-    assert imported.settings["sweep-8"].origin == {key: "config (OpenRLHF)" for key in ("n", "b_problem", "seed")}
+    assert imported.settings["sweep-8"].origin == {
+        key: "config (OpenRLHF)" for key in ("n", "b_problem", "seed")
+    }
     want = expected(sweep).assign(compute_tokens=lambda t: t["compute_rollouts"].astype(float))
     pd.testing.assert_frame_equal(imported.table, want.rename(columns={METRIC: "val_acc"}), check_dtype=False)
 
@@ -180,7 +221,9 @@ def test_a_real_grpo_run_logged_by_trl_imports_as_its_training_table(
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
     spec = TrainingSpec(1e-4, 64, 2, 24, 96, 3, "grpo", SamplingSpec(1.0, 1.0, 4))
     launch = dataclasses.replace(SINGLE_PROCESS, report_to=("tensorboard", "mlflow"))
-    run = RunSpec(tiny_model, GridPoint("easy", 4, 2, 0), spec, Recipe(0.0, 0.0), str(tmp_path / "run"), launch=launch)
+    run = RunSpec(
+        tiny_model, GridPoint("easy", 4, 2, 0), spec, Recipe(0.0, 0.0), str(tmp_path / "run"), launch=launch
+    )
     training, _ = train_run(run, pool)
     shared = training[["step", "compute_rollouts", "compute_tokens", "reward"]]
     sources = {
@@ -205,13 +248,17 @@ def panel(tmp_path: Path) -> Path:
 
 
 def test_a_run_without_n_is_refused_by_name(panel: Path) -> None:
-    with pytest.raises(ValueError, match=r"panel.csv: run 'sweep-128' has no n and no b_problem: .* give them with --map"):
+    with pytest.raises(
+        ValueError, match=r"panel.csv: run 'sweep-128' has no n and no b_problem: .* give them with --map"
+    ):
         read_source([str(panel / "panel.csv")], metrics=[METRIC])
 
 
 def test_runs_that_collide_are_refused_by_name(panel: Path) -> None:
     (panel / "runs.csv").write_text(RUN_MAP.replace("sweep-32,32,", "sweep-32,8,"))
-    with pytest.raises(ValueError, match=r"runs 'sweep-32' and 'sweep-8' collide: both map to n 8, b_problem 32, seed 0"):
+    with pytest.raises(
+        ValueError, match=r"runs 'sweep-32' and 'sweep-8' collide: both map to n 8, b_problem 32, seed 0"
+    ):
         read_source([str(panel / "panel.csv")], metrics=[METRIC], run_map=str(panel / "runs.csv"))
 
 
@@ -219,20 +266,31 @@ def test_a_metric_outside_0_1_is_refused_with_its_run_column_and_steps(panel: Pa
     table = pd.read_csv(panel / "panel.csv")
     table.loc[3, f"sweep-32 - {METRIC}"] = 37.5  # a percentage
     table.to_csv(panel / "panel.csv", index=False)
-    with pytest.raises(ValueError, match=rf"run 'sweep-32': column '{METRIC}' must lie in \[0, 1\] .* at step 10 \(37.5\)"):
+    with pytest.raises(
+        ValueError, match=rf"run 'sweep-32': column '{METRIC}' must lie in \[0, 1\] .* at step 10 \(37.5\)"
+    ):
         read_source([str(panel / "panel.csv")], metrics=[METRIC], run_map=str(panel / "runs.csv"))
 
 
 def test_a_missing_metric_is_refused_with_what_the_run_logs(panel: Path) -> None:
-    with pytest.raises(ValueError, match=r"run 'sweep-128': missing column\(s\) 'val-core/math/acc/mean@8' \(is .* a typo\?\)"):
-        read_source([str(panel / "panel.csv")], metrics=["val-core/math/acc/mean@8"], run_map=str(panel / "runs.csv"))
-    with pytest.raises(ValueError, match=rf"name the evaluation column\(s\) with --metric; the source logs \['{METRIC}'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"run 'sweep-128': missing column\(s\) 'val-core/math/acc/mean@8' \(is .* a typo\?\)",
+    ):
+        read_source(
+            [str(panel / "panel.csv")], metrics=["val-core/math/acc/mean@8"], run_map=str(panel / "runs.csv")
+        )
+    with pytest.raises(
+        ValueError, match=rf"name the evaluation column\(s\) with --metric; the source logs \['{METRIC}'\]"
+    ):
         read_source([str(panel / "panel.csv")], run_map=str(panel / "runs.csv"))
 
 
 def test_a_map_naming_an_unknown_run_is_refused(panel: Path) -> None:
     (panel / "runs.csv").write_text(RUN_MAP + "sweep-512,512,32,0\n")
-    with pytest.raises(ValueError, match=r"runs \['sweep-512'\] are not in the source, whose runs are \['sweep-128', "):
+    with pytest.raises(
+        ValueError, match=r"runs \['sweep-512'\] are not in the source, whose runs are \['sweep-128', "
+    ):
         read_source([str(panel / "panel.csv")], metrics=[METRIC], run_map=str(panel / "runs.csv"))
 
 
@@ -240,5 +298,7 @@ def test_a_folder_of_two_kinds_of_log_needs_its_format(tmp_path: Path) -> None:
     (tmp_path / "out" / "checkpoint-1").mkdir(parents=True)
     (tmp_path / "out" / "checkpoint-1" / "trainer_state.json").write_text(json.dumps({"log_history": []}))
     (tmp_path / "out" / "events.out.tfevents.1.host").write_bytes(b"")
-    with pytest.raises(ValueError, match=r"it holds logs of \['tensorboard', 'trl'\]; name its format with --format"):
+    with pytest.raises(
+        ValueError, match=r"it holds logs of \['tensorboard', 'trl'\]; name its format with --format"
+    ):
         read_source([str(tmp_path / "out")], metrics=["reward"])

@@ -19,7 +19,19 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from isocompute.cli import compare, fit, import_, noise, plan, probe, recommend, replay, simulate, status, thin
+from isocompute.cli import (
+    compare,
+    fit,
+    import_,
+    noise,
+    plan,
+    probe,
+    recommend,
+    replay,
+    simulate,
+    status,
+    thin,
+)
 from isocompute.errors import IsoComputeError
 
 # Each command's module adds its parser and sets `run`; the order is the order `--help` lists them in.

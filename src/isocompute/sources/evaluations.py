@@ -46,7 +46,8 @@ def _checked(log: RunLog, rows: pd.DataFrame, column: str, values: Values) -> pd
     for bad, problem in problems:
         if bad.any():
             raise InputError(
-                f"{log.origin}: run {log.name!r}: column {column!r} {problem} at {_steps(rows['step'][bad], rows[column])}"
+                f"{log.origin}: run {log.name!r}: column {column!r} {problem} "
+                f"at {_steps(rows['step'][bad], rows[column])}"
             )
     return numbers
 
@@ -118,5 +119,7 @@ def _tokens(log: RunLog, history: pd.DataFrame, rows: pd.DataFrame, key: str, ba
             f"so the tokens at {_steps(beyond)} are unknown"
         )
     per_step = length.reindex(range(1, last + 1)).bfill()
-    cumulated = (per_step * batch).cumsum().reindex(rows["step"]).fillna(0.0)  # step 0: the base model's, none
+    cumulated = (
+        (per_step * batch).cumsum().reindex(rows["step"]).fillna(0.0)
+    )  # step 0: the base model's, none
     return pd.Series(cumulated.to_numpy(), index=rows.index)

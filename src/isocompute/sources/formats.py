@@ -36,7 +36,7 @@ class Imported:
     formats: dict[str, str]
 
     def mapping(self) -> list[str]:
-        """What was mapped, one line each: the sources, runs, grid, seeds, steps, metric columns and tokens."""
+        """What was mapped, a line each: the sources, runs, grid, seeds, steps, metric columns and tokens."""
         runs = self.table.groupby("run", sort=False)
         metrics = [c for c in self.table.columns if c not in (*REQUIRED, "seed")]
         lines = [f"source {path}: {kind}" for path, kind in self.formats.items()]
@@ -97,7 +97,9 @@ def _file_format(path: Path) -> str:
     if path.name == trl.STATE:
         return "trl"
     if path.suffix not in TABLE_SUFFIXES:
-        raise InputError(f"{path}: not a file IsoCompute reads; name its format with --format ({', '.join(FORMATS)})")
+        raise InputError(
+            f"{path}: not a file IsoCompute reads; name its format with --format ({', '.join(FORMATS)})"
+        )
     try:
         columns = [str(c) for c in read_table(path).columns]
     except (FileNotFoundError, ValueError) as error:
@@ -115,7 +117,7 @@ def _file_format(path: Path) -> str:
 
 
 def _readers(columns: Mapping[str, str]) -> dict[str, Callable[[list[str]], list[RunLog]]]:
-    paths: Callable[[list[str]], list[Path]] = lambda sources: [Path(source) for source in sources]  # noqa: E731
+    paths: Callable[[list[str]], list[Path]] = lambda sources: [Path(source) for source in sources]
     return {
         "wandb-csv": lambda sources: wandb.read_panel_exports(paths(sources)),
         "wandb-history": lambda sources: wandb.read_histories(paths(sources)),
@@ -140,7 +142,11 @@ def import_source(
         raise InputError(f"--format {format!r}: one of {list(FORMATS)}")
     formats = {str(path): format or detect(str(path)) for path in paths}
     readers = _readers(columns or {})
-    logs = [log for kind in dict.fromkeys(formats.values()) for log in readers[kind]([p for p, f in formats.items() if f == kind])]
+    logs = [
+        log
+        for kind in dict.fromkeys(formats.values())
+        for log in readers[kind]([p for p, f in formats.items() if f == kind])
+    ]
     _refuse_repeated_names(logs)
     if not metrics:
         logged = sorted({str(c) for log in logs for c in log.history.columns if c != "step"})
@@ -152,7 +158,9 @@ def import_source(
             part, tokens[log.name] = evaluation_rows(log, settings[log.name], list(metrics))
             rows.append(part)
     # One order whatever the source's: by the grid, then the run, then the step.
-    evals = pd.concat(rows, ignore_index=True).sort_values(["b_problem", "n", "run", "step"], ignore_index=True)
+    evals = pd.concat(rows, ignore_index=True).sort_values(
+        ["b_problem", "n", "run", "step"], ignore_index=True
+    )
     if evals["seed"].isna().all():
         evals = evals.drop(columns="seed")
     return Imported(evals, settings, tokens, skipped, formats)
@@ -163,7 +171,10 @@ def _refuse_repeated_names(logs: list[RunLog]) -> None:
     seen: dict[str, str] = {}
     for log in logs:
         if log.name in seen:
-            raise InputError(f"two runs are named {log.name!r} (in {seen[log.name]} and {log.origin}): keep one, or rename one")
+            raise InputError(
+                f"two runs are named {log.name!r} (in {seen[log.name]} and {log.origin}): "
+                "keep one, or rename one"
+            )
         seen[log.name] = log.origin
 
 

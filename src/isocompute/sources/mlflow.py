@@ -54,19 +54,25 @@ def read_stores(sources: list[str]) -> list[RunLog]:
     try:
         from mlflow.tracking import MlflowClient
     except ImportError:
-        raise InputError("reading MLflow needs the mlflow client: pip install 'isocompute[trackers]'") from None
+        raise InputError(
+            "reading MLflow needs the mlflow client: pip install 'isocompute[trackers]'"
+        ) from None
     logs = []
     with _file_store_allowed():
         for source in sources:
             client = MlflowClient(tracking_uri=tracking_uri(source))
             experiments = client.search_experiments()
-            runs = [run for experiment in experiments for run in client.search_runs([experiment.experiment_id])]
+            runs = [
+                run for experiment in experiments for run in client.search_runs([experiment.experiment_id])
+            ]
             if not runs:
                 raise InputError(f"{source}: the MLflow store holds no runs")
             for run in runs:
                 rows: dict[int, dict[str, float]] = {}
                 for key in run.data.metrics:
-                    for point in sorted(client.get_metric_history(run.info.run_id, key), key=lambda m: m.timestamp):
+                    for point in sorted(
+                        client.get_metric_history(run.info.run_id, key), key=lambda m: m.timestamp
+                    ):
                         rows.setdefault(point.step, {})[key] = point.value
                 history = pd.DataFrame([{"step": step, **values} for step, values in sorted(rows.items())])
                 if history.empty:

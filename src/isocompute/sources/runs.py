@@ -84,26 +84,39 @@ def _trl(config: dict[str, Any]) -> dict[str, float | None]:
     n = _number(config.get("num_generations"))
     if n is None:
         return {}
-    generation, per_step_generations = _number(config.get("generation_batch_size")), _number(config.get("steps_per_generation"))
-    accumulation, per_device = _number(config.get("gradient_accumulation_steps")), _number(config.get("per_device_train_batch_size"))
+    generation, per_step_generations = (
+        _number(config.get("generation_batch_size")),
+        _number(config.get("steps_per_generation")),
+    )
+    accumulation, per_device = (
+        _number(config.get("gradient_accumulation_steps")),
+        _number(config.get("per_device_train_batch_size")),
+    )
     world = _number(config.get("world_size"))
     completions = None
     if generation and per_step_generations and accumulation:
         completions = generation * accumulation / per_step_generations
     elif per_device and world and accumulation:
         completions = per_device * world * accumulation
-    return {"n": n, "b_problem": None if completions is None else completions / n, "seed": _number(config.get("seed"))}
+    return {
+        "n": n,
+        "b_problem": None if completions is None else completions / n,
+        "seed": _number(config.get("seed")),
+    }
 
 
 def _verl(config: dict[str, Any]) -> dict[str, float | None]:
     """verl: `actor_rollout_ref.rollout.n` rollouts per prompt, `data.train_batch_size` prompts per step."""
     if "actor_rollout_ref.rollout.n" not in config:
         return {}
-    return {"n": _number(config["actor_rollout_ref.rollout.n"]), "b_problem": _number(config.get("data.train_batch_size"))}
+    return {
+        "n": _number(config["actor_rollout_ref.rollout.n"]),
+        "b_problem": _number(config.get("data.train_batch_size")),
+    }
 
 
 def _openrlhf(config: dict[str, Any]) -> dict[str, float | None]:
-    """OpenRLHF: `n_samples_per_prompt` rollouts per prompt, `rollout_batch_size` prompts per rollout batch."""
+    """OpenRLHF: `n_samples_per_prompt` rollouts per prompt, `rollout_batch_size` prompts per batch."""
     if "n_samples_per_prompt" not in config:
         return {}
     return {
@@ -142,11 +155,13 @@ def read_run_map(path: str) -> pd.DataFrame:
 
 
 def _from_name(pattern: re.Pattern[str], name: str) -> dict[str, float]:
-    """The named groups (n, b_problem, seed) the pattern finds in a run's name; none where it does not match."""
+    """The named groups (n, b_problem, seed) the pattern finds in a run's name; none where it fails."""
     match = pattern.search(name)
     if match is None:
         return {}
-    return {key: float(value) for key, value in match.groupdict().items() if key in SETTINGS and value is not None}
+    return {
+        key: float(value) for key, value in match.groupdict().items() if key in SETTINGS and value is not None
+    }
 
 
 def _name_pattern(pattern: str) -> re.Pattern[str]:
@@ -165,7 +180,10 @@ def _whole(log: RunLog, key: str, value: float, origin: str) -> int:
     one a grid has."""
     low = -float("inf") if key == "seed" else 1
     if value % 1 != 0 or value < low:
-        raise InputError(f"{log.origin}: run {log.name!r}: {key} {value:g} from {origin} is not a whole number of at least 1")
+        raise InputError(
+            f"{log.origin}: run {log.name!r}: {key} {value:g} from {origin} "
+            "is not a whole number of at least 1"
+        )
     return int(value)
 
 
@@ -185,7 +203,9 @@ def run_settings(
         table = read_run_map(run_map)
         unknown = sorted(set(table["run"]) - set(names))
         if unknown:
-            raise InputError(f"{run_map}: runs {unknown} are not in the source, whose runs are {sorted(names)}")
+            raise InputError(
+                f"{run_map}: runs {unknown} are not in the source, whose runs are {sorted(names)}"
+            )
         columns = [key for key in SETTINGS if key in table.columns]
         mapped = {row["run"]: {key: float(row[key]) for key in columns} for _, row in table.iterrows()}
     pattern = _name_pattern(name_pattern) if name_pattern is not None else None
@@ -197,18 +217,24 @@ def run_settings(
         config, framework = _from_config(log)
         values = {key: (value, f"config ({framework})") for key, value in config.items()}
         if pattern is not None:
-            values.update({key: (value, "--name-pattern") for key, value in _from_name(pattern, log.name).items()})
+            values.update(
+                {key: (value, "--name-pattern") for key, value in _from_name(pattern, log.name).items()}
+            )
         values.update({key: (value, "--map") for key, value in mapped.get(log.name, {}).items()})
         absent = [key for key in ("n", "b_problem") if key not in values]
         if absent:
             raise InputError(
-                f"{log.origin}: run {log.name!r} has no {' and no '.join(absent)}: its config names none of TRL's, "
+                f"{log.origin}: run {log.name!r} has no {' and no '.join(absent)}: "
+                "its config names none of TRL's, "
                 "verl's or OpenRLHF's keys for it (docs/reference/sources.md); give them with --map RUNS.csv "
                 "(columns run, n, b_problem, seed) or --name-pattern"
             )
         whole = {key: _whole(log, key, value, origin) for key, (value, origin) in values.items()}
         settings[log.name] = RunSettings(
-            whole["n"], whole["b_problem"], whole.get("seed"), {key: origin for key, (_, origin) in values.items()}
+            whole["n"],
+            whole["b_problem"],
+            whole.get("seed"),
+            {key: origin for key, (_, origin) in values.items()},
         )
     _refuse_collisions(settings)
     return settings, skipped

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-
 from isocompute.files import missing_columns, read_table
 from isocompute.fits.table_fit import InputError
 from isocompute.sources.runs import SETTINGS, RunLog
@@ -26,7 +24,9 @@ def column_map(text: str | None) -> dict[str, str]:
     pairs = [item.partition("=") for item in text.split(",") if item.strip()]
     unknown = [ours for ours, _, _ in pairs if ours.strip() not in MAPPED]
     if unknown or any(not theirs.strip() for _, _, theirs in pairs):
-        raise InputError(f"--columns {text!r}: give NAME=COLUMN pairs, NAME one of {list(MAPPED)} (not {unknown})")
+        raise InputError(
+            f"--columns {text!r}: give NAME=COLUMN pairs, NAME one of {list(MAPPED)} (not {unknown})"
+        )
     return {ours.strip(): theirs.strip() for ours, _, theirs in pairs}
 
 
@@ -47,7 +47,10 @@ def read_long_tables(paths: list[Path], columns: dict[str, str]) -> list[RunLog]
             for key in (key for key in SETTINGS if key in rows.columns):
                 values = rows[key].dropna().unique()
                 if len(values) > 1:
-                    raise InputError(f"{path}: run {run!r} has several values of {key!r}: {sorted(v.item() for v in values)}")
+                    raise InputError(
+                        f"{path}: run {run!r} has several values of {key!r}: "
+                        f"{sorted(v.item() for v in values)}"
+                    )
                 if len(values):
                     config[key] = values[0].item() if hasattr(values[0], "item") else values[0]
             history = rows.drop(columns=["run", *(key for key in SETTINGS if key in rows.columns)])

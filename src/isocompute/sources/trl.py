@@ -30,7 +30,12 @@ def run_folders(path: Path) -> list[Path]:
     if path.is_file():
         path = path.parent
     states = path.rglob(STATE)
-    return sorted({state.parent.parent if state.parent.name.startswith("checkpoint-") else state.parent for state in states})
+    return sorted(
+        {
+            state.parent.parent if state.parent.name.startswith("checkpoint-") else state.parent
+            for state in states
+        }
+    )
 
 
 def _state(folder: Path) -> dict[str, Any]:
@@ -71,7 +76,9 @@ def read_output_folders(paths: list[Path]) -> list[RunLog]:
             if history.empty:
                 raise InputError(f"{folder}: {STATE} has an empty log_history")
             root = path if path.is_dir() else path.parent
-            inside = folder != root and folder.is_relative_to(root)  # a checkpoint named alone: its run's folder
+            inside = folder != root and folder.is_relative_to(
+                root
+            )  # a checkpoint named alone: its run's folder
             name = folder.relative_to(root).as_posix() if inside else folder.name
             logs.append(RunLog(name, history, _config(folder), str(folder)))
     return logs

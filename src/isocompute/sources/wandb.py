@@ -58,7 +58,8 @@ def read_panel_exports(paths: list[Path]) -> list[RunLog]:
         columns = [str(c) for c in table.columns]
         if not is_panel_export(columns):
             raise InputError(
-                f"{path}: not a W&B panel export (a {PANEL_STEP!r} column, then '<run>{SEPARATOR}<metric>' columns); "
+                f"{path}: not a W&B panel export (a {PANEL_STEP!r} column, "
+                f"then '<run>{SEPARATOR}<metric>' columns); "
                 f"its columns are {columns[:8]}"
             )
         for column in columns[1:]:
