@@ -50,20 +50,21 @@ def expected(sweep: pd.DataFrame) -> pd.DataFrame:
     return sweep.drop(columns="lengths").reset_index(drop=True)
 
 
-def write_panel_export(sweep: pd.DataFrame, path: Path) -> None:
+def write_panel_export(sweep: pd.DataFrame, path: Path, axis: str = "Step") -> None:
     """The sweep's metric as the W&B web app's panel "Export CSV" writes it: `Step`, then per run
     `<run> - <metric>` with the band `__MIN` and `__MAX`, blank where the run has no value."""
-    wide = pd.DataFrame({"Step": sorted(set(sweep["step"]) | {5000})})  # a step no run logged: blanks only
+    wide = pd.DataFrame({axis: sorted(set(sweep["step"]) | {5000})})  # a step no run logged: blanks only
     for run, rows in sweep.groupby("run"):
-        values = wide["Step"].map(rows.set_index("step")[METRIC])
+        values = wide[axis].map(rows.set_index("step")[METRIC])
         for suffix, shift in (("", 0.0), ("__MIN", -0.01), ("__MAX", 0.01)):
             wide[f"{run} - {METRIC}{suffix}"] = values + shift
     wide.to_csv(path, index=False)
 
 
-def test_a_wandb_panel_export_imports_to_the_table_it_came_from(tmp_path: Path) -> None:
+@pytest.mark.parametrize("axis", ["Step", "train/global_step"])
+def test_a_wandb_panel_export_imports_to_the_table_it_came_from(tmp_path: Path, axis: str) -> None:
     sweep = known_sweep()
-    write_panel_export(sweep, tmp_path / "panel.csv")
+    write_panel_export(sweep, tmp_path / "panel.csv", axis)
     (tmp_path / "runs.csv").write_text(RUN_MAP)
     table = read_source([str(tmp_path / "panel.csv")], metrics=[METRIC], run_map=str(tmp_path / "runs.csv"))
     want = expected(sweep).assign(compute_tokens=lambda t: t["compute_rollouts"].astype(float))

@@ -1,8 +1,9 @@
 """Weights & Biases, read from what its users can save without the package: a panel's "Export CSV" and run
 histories saved from the public API (`run.history()` / `run.scan_history()`) with each run's config.
 
-A panel export is wide: a `Step` column, then per run `<run> - <metric>` with `__MIN` and `__MAX` beside it
-(the panel's smoothing band, not values of the run), blank where a run logged nothing at that step. It
+A panel export is wide: the panel's x-axis first (`Step`, or the metric chosen as the x-axis, such as
+`train/global_step`), then per run `<run> - <metric>` with `__MIN` and `__MAX` beside it (the panel's
+smoothing band, not values of the run), blank where a run logged nothing at that step. It
 carries no config, so its runs take their n and b_problem from a run map or their names. A history is long,
 one row per logged step, its step `_step` (verl logs with the trainer's step) or, where transformers logged
 it, `train/global_step` (W&B's own counter then counts calls, not optimizer steps); its config sits beside
@@ -25,7 +26,7 @@ from isocompute.files import read_table
 from isocompute.fits.table_fit import InputError
 from isocompute.sources.runs import RunLog, flat
 
-PANEL_STEP = "Step"
+PANEL_STEP = "Step"  # the panel's x-axis as the web app names its default
 BAND = ("__MIN", "__MAX")
 SEPARATOR = " - "
 # The history's step: transformers' own where it logged one, else W&B's.
@@ -44,8 +45,8 @@ def _read(path: Path) -> pd.DataFrame:
 
 
 def is_panel_export(columns: list[str]) -> bool:
-    """Whether a table's columns are a W&B panel export's."""
-    return bool(columns) and columns[0] == PANEL_STEP and any(SEPARATOR in str(c) for c in columns[1:])
+    """Whether a table's columns are a W&B panel export's: an x-axis, then only `<run> - <metric>` columns."""
+    return len(columns) > 1 and all(SEPARATOR in column for column in columns[1:])
 
 
 def read_panel_exports(paths: list[Path]) -> list[RunLog]:
@@ -58,7 +59,7 @@ def read_panel_exports(paths: list[Path]) -> list[RunLog]:
         columns = [str(c) for c in table.columns]
         if not is_panel_export(columns):
             raise InputError(
-                f"{path}: not a W&B panel export (a {PANEL_STEP!r} column, "
+                f"{path}: not a W&B panel export (an x-axis such as {PANEL_STEP!r}, "
                 f"then '<run>{SEPARATOR}<metric>' columns); "
                 f"its columns are {columns[:8]}"
             )
@@ -66,7 +67,7 @@ def read_panel_exports(paths: list[Path]) -> list[RunLog]:
             if column.endswith(BAND):
                 continue
             run, _, metric = column.rpartition(SEPARATOR)
-            piece = table[[PANEL_STEP, column]].dropna(subset=[column])
+            piece = table[[columns[0], column]].dropna(subset=[column])
             pieces.setdefault(run, []).append(piece.set_axis(["step", metric], axis=1))
             origins.setdefault(run, []).append(str(path))
     return [
@@ -126,7 +127,8 @@ def read_histories(paths: list[Path]) -> list[RunLog]:
                     f"its columns are {[str(c) for c in table.columns][:8]}"
                 )
             kept = [c for c in table.columns if c not in (*HISTORY_STEPS, *HISTORY_BOOKKEEPING)]
-            history = table[kept].assign(step=table[step])
+            # Rows without the trainer's step (W&B's own, logged between the trainer's) are no step's values.
+            history = table[kept].assign(step=table[step])[table[step].notna()]
             name = history_file.parent.name if history_file.name in HISTORY_NAMES else history_file.stem
             logs.append(RunLog(name, history, _config(history_file), str(history_file)))
     return logs
