@@ -163,6 +163,14 @@ def test_fit_and_recommend_read_a_source_directly(tmp_path: Path, capsys: pytest
     assert advice["compute"] == 1e6 and advice["metric"] == METRIC and advice["b_problem"] == B_PROBLEM
 
 
+def test_replay_reads_a_source_before_its_counts(panel: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """replay takes the source flags too (its per-problem counts still come from --counts)."""
+    code = main(["replay", str(panel / "panel.csv"), "--metric", METRIC, "--map", str(panel / "runs.csv"),
+                 "--counts", str(panel / "counts.parquet"), "--out", str(panel / "replay.json")])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "run 'sweep-8': n 8, b_problem 32, seed 0" in err and "counts.parquet: no such file" in err
+
+
 def test_tensorboard_files_of_torch_summary_writer(tmp_path: Path) -> None:
     from torch.utils.tensorboard import SummaryWriter
 

@@ -13,7 +13,15 @@ from __future__ import annotations
 import pandas as pd
 
 from isocompute.files import missing_columns
-from isocompute.fits.table_fit import METRIC, REQUIRED, STEP, InputError, Values, value_problems
+from isocompute.fits.table_fit import (
+    COMPUTE_SPENT,
+    METRIC,
+    REQUIRED,
+    STEP,
+    InputError,
+    Values,
+    value_problems,
+)
 from isocompute.sources.runs import RunLog, RunSettings
 
 # Mean completion length per rollout, as TRL (`completions/mean_length`, `train/...` in TensorBoard and W&B)
@@ -80,11 +88,11 @@ def evaluation_rows(log: RunLog, settings: RunSettings, metrics: list[str]) -> t
         raise InputError(f"{log.origin}: run {log.name!r} logs no value of {metrics}")
     batch = settings.b_problem * settings.n
     if "compute_rollouts" in history.columns:
-        rollouts, counted = _checked(log, rows, "compute_rollouts", LENGTH), "as logged"
+        rollouts, counted = _checked(log, rows, "compute_rollouts", COMPUTE_SPENT), "as logged"
     else:
         rollouts, counted = rows["step"] * batch, "step x b_problem x n"
     if "compute_tokens" in history.columns:
-        tokens, how = _checked(log, rows, "compute_tokens", LENGTH), "compute_tokens as logged"
+        tokens, how = _checked(log, rows, "compute_tokens", COMPUTE_SPENT), "compute_tokens as logged"
     elif (key := length_key(log)) is not None:
         tokens, how = _tokens(log, history, rows, key, batch), f"logged {key!r} x rollouts, cumulated"
     else:
@@ -119,7 +127,6 @@ def _tokens(log: RunLog, history: pd.DataFrame, rows: pd.DataFrame, key: str, ba
             f"so the tokens at {_steps(beyond)} are unknown"
         )
     per_step = length.reindex(range(1, last + 1)).bfill()
-    cumulated = (
-        (per_step * batch).cumsum().reindex(rows["step"]).fillna(0.0)
-    )  # step 0: the base model's, none
+    # Step 0 is the base model's: no tokens sampled yet.
+    cumulated = (per_step * batch).cumsum().reindex(rows["step"]).fillna(0.0)
     return pd.Series(cumulated.to_numpy(), index=rows.index)

@@ -171,7 +171,9 @@ def _name_pattern(pattern: str) -> re.Pattern[str]:
     except re.error as error:
         raise InputError(f"--name-pattern {pattern!r}: not a regular expression ({error})") from None
     if not {"n", "b_problem"} & set(compiled.groupindex):
-        raise InputError(f"--name-pattern {pattern!r}: name a group n, b_problem or seed, as in (?P<n>\\d+)")
+        raise InputError(
+            f"--name-pattern {pattern!r}: name a group n or b_problem (and seed), as in (?P<n>\\d+)"
+        )
     return compiled
 
 
@@ -180,9 +182,9 @@ def _whole(log: RunLog, key: str, value: float, origin: str) -> int:
     one a grid has."""
     low = -float("inf") if key == "seed" else 1
     if value % 1 != 0 or value < low:
+        bound = "" if key == "seed" else " of at least 1"
         raise InputError(
-            f"{log.origin}: run {log.name!r}: {key} {value:g} from {origin} "
-            "is not a whole number of at least 1"
+            f"{log.origin}: run {log.name!r}: {key} {value:g} from {origin} is not a whole number{bound}"
         )
     return int(value)
 
@@ -224,10 +226,9 @@ def run_settings(
         absent = [key for key in ("n", "b_problem") if key not in values]
         if absent:
             raise InputError(
-                f"{log.origin}: run {log.name!r} has no {' and no '.join(absent)}: "
-                "its config names none of TRL's, "
-                "verl's or OpenRLHF's keys for it (docs/reference/sources.md); give them with --map RUNS.csv "
-                "(columns run, n, b_problem, seed) or --name-pattern"
+                f"{log.origin}: run {log.name!r} has no {' and no '.join(absent)}: its config names none of "
+                "TRL's, verl's or OpenRLHF's keys for it (docs/reference/sources.md); give them with "
+                "--map RUNS.csv (columns run, n, b_problem, seed) or --name-pattern"
             )
         whole = {key: _whole(log, key, value, origin) for key, (value, origin) in values.items()}
         settings[log.name] = RunSettings(
