@@ -27,8 +27,8 @@ from known_truth import CLOSE, SCENARIOS, K, Scenario, draw, recovery
 from isocompute.adaptive.decisions import AdaptiveSettings, replay
 from isocompute.fits.bootstrap import resample_evals
 from isocompute.fits.curves import FitOptions
-from isocompute.fits.fits_json import fit_study
 from isocompute.fits.frontier import SAME_COMPUTE_DECADES
+from isocompute.fits.study_fit import fit_study
 from isocompute.sampling.metrics import summarize_counts
 
 # The settings the figures are measured with: the CLI's defaults (rung factor 2; the first tables used 4, and

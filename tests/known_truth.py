@@ -29,8 +29,8 @@ from scipy.special import expit, logit
 
 from isocompute.fits.bootstrap import resample_evals
 from isocompute.fits.curves import FitOptions
-from isocompute.fits.fits_json import fit_study
 from isocompute.fits.forms import optimum_curve, reward_curve
+from isocompute.fits.study_fit import fit_study
 from isocompute.sampling.metrics import summarize_counts
 from isocompute.study.grid import checkpoint_steps
 
@@ -278,6 +278,33 @@ CLOSE = {
         *SHARED_GRID,
     ),
 }
+# Equal-step sweeps, as every public GRPO group-size sweep is run: n in {8, 16, 32, 64} at 64 problems a step,
+# 4,000 steps each, evaluated every 25 steps on 500 problems, so n = 8 ends at 2e6 rollouts and n = 64 at 1.6e7.
+EQUAL_STEPS = dict(b_problem_fixed=64, dense=(25, 4000), problems=500, r0=0.25)
+EQUAL_NS = (8, 16, 32, 64)
+CLOSE.update({
+    # One ceiling for every n, its midpoint at step 400 of every run: at equal compute the smallest n is best
+    # everywhere (n* = 8), and where n = 8 ended the others take over one by one without ever passing it.
+    "equal_steps_constant": Scenario(
+        "equal_steps_constant", {n: (0.60, 5.31 + np.log10(n / 8), 1.2) for n in EQUAL_NS}, 0.0, 0.0, 0, **EQUAL_STEPS
+    ),
+    # Each doubling of n 0.04 higher and its midpoint 0.15 decades later: n* rises 8 -> 64 between 1e5 and 6e5
+    # rollouts, where every n is measured, and stays at 64.
+    "equal_steps_rising": Scenario(
+        "equal_steps_rising", close_ladder(EQUAL_NS, (0.45, 5.0), 0.04, 0.15, 1.2), 0.0, 0.0, 0, **EQUAL_STEPS
+    ),
+    # A dense log with every step evaluated: dense_equal_steps' truth (n* 4 -> 16) at one evaluation per step.
+    "dense_every_step": Scenario(
+        "dense_every_step", close_ladder((4, 8, 16, 32), (0.40, 4.2), 0.035, 0.30, 1.2, top=16),
+        0.0, 0.0, 0, b_problem_fixed=512, dense=(1, 96), problems=500, r0=0.25,
+    ),
+})
+# One truth (close_shared_saturating's) evaluated at 10, 20, 40 and 80 shared compute points: more evaluation
+# must never make a law harder to find.
+CLOSE.update({
+    f"points_{points}": Scenario(f"points_{points}", close_ladder(PAPER_NS, (0.45, 3.6), top=256), *SHARED_GRID[:2], points)
+    for points in (10, 20, 40, 80)
+})
 CLOSE_POSITIVE = [name for name in CLOSE if not name.endswith(("constant", "flat", "falling", "not_monotone"))]
 # Truths with no law: one n best everywhere, every n the same curve, an n* that falls back.
 NEGATIVE = [name for name in CLOSE if name.endswith(("constant", "flat", "not_monotone"))]

@@ -20,7 +20,7 @@ from isocompute.adaptive.decisions import BEHIND_DOUBLINGS, REWARD_MAX, ceiling_
 from isocompute.adaptive.rungs import AdaptiveError, AdaptiveSettings, reached_rungs, rung_caps, trained_rungs
 from isocompute.cli import main
 from isocompute.fits.bootstrap import resample_evals
-from isocompute.fits.fits_json import fit_study
+from isocompute.fits.study_fit import fit_study
 from isocompute.pipeline.config import ConfigError, adaptive_prior, check_config, validate_config
 from isocompute.sampling.metrics import summarize_counts
 
@@ -161,6 +161,32 @@ def test_replay_refuses_what_it_cannot_decide(paper: tuple) -> None:
         replay(evals, counts, options(base_reward), K, BOOTSTRAP, 0, AdaptiveSettings(rung_factor=1e5), base)
     with pytest.raises(AdaptiveError, match="bootstrap"):
         replay(evals, counts, options(base_reward), K, 0, 0, SETTINGS, base)
+
+
+@pytest.mark.parametrize(("name", "verdict"), [("paper_easy_law", "law"), ("constant", "constant")])
+def test_replay_without_counts_draws_each_curves_residuals(name: str, verdict: str) -> None:
+    """A tracker's log keeps no per-problem counts: every decision's bands come from the residual bootstrap
+    `isocompute fit` draws without them, which the replay records; on the known truth it still keeps the full
+    grid's verdict (the same fit, residuals redrawn), and where n* moves it spends less and recovers the
+    law."""
+    scenario = SCENARIOS[name]
+    evals, _, base = draw(scenario, 0)
+    base_reward = summarize_counts(base["n_correct"], K)["avg@4"]
+    adaptive = replay(evals, None, options(base_reward), K, BOOTSTRAP, 0, SETTINGS)
+    full = fit_study(evals, options(base_reward), resamples=BOOTSTRAP, seed=0)
+    print(f"{name} without counts: {adaptive['share_of_full_grid']:.0%} of the full grid's rollouts")
+    bands = "residual bootstrap of each curve, no per-problem counts"
+    assert adaptive["bootstrap"] == {"kind": "residuals", "resamples": BOOTSTRAP, "bands": bands}
+    assert adaptive["fits"]["bootstrap"]["kind"] == "residuals"
+    assert adaptive["fits"]["bootstrap"]["resamples"] == BOOTSTRAP
+    assert all("reward_low" in row for row in adaptive["fits"]["frontier"])
+    assert verdict_kind(adaptive["fits"]) == verdict_kind(full) == verdict
+    assert adaptive["rollouts_spent"] <= adaptive["rollouts_full_grid"]
+    if verdict == "law":
+        assert adaptive["share_of_full_grid"] < 0.8 and any("stopped" in arm for arm in adaptive["arms"])
+        assert agreement(full, adaptive["fits"]) >= 0.8 and recovery(scenario, adaptive["fits"]) >= 0.8
+    with pytest.raises(AdaptiveError, match="give both"):
+        replay(evals, None, options(base_reward), K, BOOTSTRAP, 0, SETTINGS, base)
 
 
 def test_rungs_are_anchored_at_the_top_of_the_grid() -> None:

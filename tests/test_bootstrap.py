@@ -6,8 +6,8 @@ import pytest
 
 from isocompute.fits.bootstrap import resample_evals
 from isocompute.fits.curves import FitOptions
-from isocompute.fits.fits_json import fit_study
 from isocompute.fits.forms import reward_curve
+from isocompute.fits.study_fit import fit_study
 from isocompute.sampling.metrics import summarize_counts
 
 OPTIONS = FitOptions("avg@4", "compute_rollouts")

@@ -1,4 +1,4 @@
-"""`isocompute fit` and `isocompute recommend`, as a user runs them on an evaluation table."""
+"""`isocompute fit`, `recommend`, `replay` and `plot`, as a user runs them on an evaluation table."""
 
 import json
 import subprocess
@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from known_truth import SCENARIOS, draw
 
 from isocompute.cli import main
 from isocompute.fits.forms import reward_curve
@@ -127,3 +128,49 @@ def test_no_frontier_gives_a_reason_not_a_crash() -> None:
     advice = recommend_or_reason(fits, 1e4)
     assert "no curve could be fitted" in advice["error"]
     assert "no recommendation" in describe_recommendation(advice)
+
+
+def test_replay_without_counts_names_residual_bands(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A sweep logged by a tracker has no per-problem counts: replay runs on the table alone, each decision's
+    bands from the residual bootstrap `fit` draws without counts, and says so in its JSON and its output."""
+    evals, _, base = draw(SCENARIOS["paper_easy_law"], 0)
+    evals.to_csv(tmp_path / "evals.csv", index=False)
+    base.to_parquet(tmp_path / "base.parquet")
+    out = tmp_path / "replay.json"
+    evals_path = str(tmp_path / "evals.csv")
+    options = ["--base-reward", "0.1", "--bootstrap", "4", "--rung-factor", "4", "--out", str(out)]
+    code = main(["replay", evals_path, *options])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    result = json.loads(out.read_text())
+    assert result["bootstrap"]["kind"] == result["fits"]["bootstrap"]["kind"] == "residuals"
+    assert result["rollouts_spent"] < result["rollouts_full_grid"]
+    assert "bands: residual bootstrap of each curve, no per-problem counts" in printed.out
+    code = main(["replay", evals_path, "--base-counts", str(tmp_path / "base.parquet"), "--out", str(out)])
+    error = capsys.readouterr().err
+    assert code == 2 and f"--base-counts {tmp_path / 'base.parquet'}" in error and "give both" in error
+
+
+def test_plot_draws_the_pipelines_figures_from_a_fit(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """`isocompute plot` on `isocompute fit`'s output: the figures the pipeline draws for a fixed-B_problem
+    study from its fits (each curve with its fit and the frontier, n*(C) with its law, the hold-out check),
+    each file printed; a metric or compute measure the file was not fitted for is refused with its key."""
+    evals, _, _ = draw(SCENARIOS["paper_easy_law"], 0)
+    evals.to_csv(tmp_path / "evals.csv", index=False)
+    fits, out = tmp_path / "fits.json", tmp_path / "figures"
+    evals_path = str(tmp_path / "evals.csv")
+    assert main(["fit", evals_path, "--base-reward", "0.1", "--bootstrap", "4", "--out", str(fits)]) == 0
+    capsys.readouterr()
+    assert main(["plot", str(fits), "--out", str(out), "--format", "png", "pdf"]) == 0
+    printed = capsys.readouterr().out.split()
+    figures = ["fig05_frontier", "fig06_nstar", "fig_extrapolation"]
+    expected = sorted(f"{figure}.{extension}" for figure in figures for extension in ("png", "pdf"))
+    assert sorted(Path(path).name for path in printed) == sorted(path.name for path in out.iterdir())
+    assert sorted(Path(path).name for path in printed) == expected
+    assert all(Path(path).stat().st_size > 3000 for path in printed)
+    assert main(["plot", str(fits), "--metric", "best@4", "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert f"{fits}: no fit of metric 'best@4' (key fits['best@4']); it has ['avg@4']" in error
+    assert main(["plot", str(fits), "--compute", "tokens", "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert "key fits['avg@4']['compute_tokens']" in error and "it has ['compute_rollouts']" in error

@@ -227,6 +227,24 @@ def test_check_extras_resolves_the_cluster_install_on_every_python_the_docs_name
     assert re.findall(r"3\.\d+", named) == checked.split() == ["3.11", "3.12", "3.13"]
 
 
+@pytest.mark.parametrize(("ci", "code"), [("true", 1), ("", 0)])
+def test_a_failed_cluster_install_fails_only_a_ci_run(tmp_path: Path, ci: str, code: int) -> None:
+    """`.ci/install-cluster-cpu` where the install fails (a python3 that cannot run): in CI (CI=true) it exits
+    1, so the run fails instead of passing with the cluster path's tests skipped; elsewhere it exits 0, as
+    before, and those tests skip. Run on a copy, so the repository's environment is never touched."""
+    script = tmp_path / ".ci/install-cluster-cpu"
+    script.parent.mkdir()
+    script.write_text((REPO / ".ci/install-cluster-cpu").read_text())
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin/python3").write_text("#!/bin/sh\nexit 1\n")
+    (tmp_path / "bin/python3").chmod(0o755)
+    environment = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "CI": ci}
+    result = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=environment)
+    assert result.returncode == code, result.stdout + result.stderr
+    assert "install-cluster-cpu: failed" in result.stdout
+    assert ("CI=true: the run fails here" in result.stdout) == (ci == "true")
+
+
 def test_paper_preset_is_the_papers_grid() -> None:
     config = preset("paper.yaml")
     validate_config(config, REPO / "workflow" / "schemas" / "config.schema.yaml")

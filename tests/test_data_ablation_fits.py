@@ -77,7 +77,7 @@ def test_nstar_by_size_is_read_at_the_largest_compute_all_sizes_share() -> None:
 
 def test_data_figures_draw_from_fits(tmp_path) -> None:
     from isocompute.fits.curves import FitOptions
-    from isocompute.fits.fits_json import fit_study
+    from isocompute.fits.study_fit import fit_study
 
     logs, rates = study_tables()
     evals = train_evals(logs, rates, 2.0).rename(columns={"train_reward": "avg@4", "train_pass_rate": "best@4"})

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from isocompute.figures.registry import draw_fits_file
 from isocompute.figures.scaling import MAX_COMPUTE_TICKS, log_compute_axis, render
 from isocompute.fits.fits_json import fit_configured_study
 from isocompute.fits.forms import reward_curve
@@ -149,3 +150,20 @@ def test_log_compute_axes_label_a_few_ticks_that_do_not_run_into_each_other(low:
     assert all(left.x1 < right.x0 for left, right in zip(boxes, boxes[1:])), [label.get_text() for label in shown]
     assert not any(tick.label1.get_text() for tick in ax.xaxis.get_minor_ticks())
     plt.close(fig)
+
+
+@pytest.mark.parametrize(
+    ("study", "figures"),
+    [
+        # The pipeline's fits.json of each study kind, by the figure whose fixture input holds it.
+        ("fig05_frontier", ["fig05_frontier", "fig06_nstar", "fig23_token_compute", "fig_extrapolation"]),
+        ("fig08_fixed_batch_optimum", ["fig08_fixed_batch_optimum", "fig_extrapolation"]),
+        ("fig10_joint_frontier", ["fig10_joint_frontier", "fig11_joint_optimum", "fig_extrapolation"]),
+    ],
+)
+def test_a_fits_file_alone_draws_its_figures(tmp_path: Path, inputs: dict, study: str, figures: list) -> None:
+    """`isocompute plot` on the pipeline's fits.json of each study kind: the figures the pipeline draws for
+    that kind from the fits alone (not the pass rates), by the same code, in the formats asked for."""
+    written = draw_fits_file(inputs[study]["fits"][0], tmp_path, STYLE, formats=("png", "pdf"))
+    assert [path.name for path in written] == [f"{name}.{ext}" for name in figures for ext in ("png", "pdf")]
+    assert all(path.stat().st_size > 3000 for path in written)

@@ -20,9 +20,9 @@ import pytest
 
 from isocompute.fits.bootstrap import resample_evals
 from isocompute.fits.curves import FitOptions
-from isocompute.fits.fits_json import fit_study
 from isocompute.fits.forms import FitFailure, OptimumFit, reward_curve
 from isocompute.fits.law import fit_law
+from isocompute.fits.study_fit import fit_study
 from isocompute.fits.table_fit import read_counts, read_evals
 
 SEED = 35  # the issue these cases come from; every case draws from [SEED, case]

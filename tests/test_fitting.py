@@ -5,7 +5,6 @@ import pandas as pd
 import pytest
 
 from isocompute.fits.curves import FitOptions
-from isocompute.fits.fits_json import fit_study
 from isocompute.fits.forms import (
     FitFailure,
     OptimumFit,
@@ -19,6 +18,7 @@ from isocompute.fits.forms import (
 from isocompute.fits.frontier import Curve, distinct_computes, frontier
 from isocompute.fits.law import decade_weights, fit_law, fit_leaders, judge_law
 from isocompute.fits.leaders import ALL_LEAD, MATERIAL, ColumnLeaders
+from isocompute.fits.study_fit import fit_study
 
 COMPUTE = np.geomspace(1e3, 1e7, 13)
 
@@ -162,12 +162,12 @@ def leaders_of(sets: list, status: list[str] | None = None) -> ColumnLeaders:
     )  # fmt: skip
 
 
-def _judge(values: list, chosen: list[list]) -> object:
+def _judge(values: list, chosen: list[list], band: list | None = None) -> object:
     compute = np.geomspace(1e3, 1e6, len(values))
     point = leaders_of(values)
     replicas = [leaders_of(row) for row in chosen]
     laws = [fit_leaders(compute, replica) for replica in replicas]
-    return judge_law(compute, point, replicas, laws, "n", fit_leaders(compute, point))
+    return judge_law(compute, point, replicas, laws, "n", fit_leaders(compute, point), leaders_of(band) if band else None)
 
 
 def test_the_verdict_comes_from_the_replicas() -> None:
@@ -183,8 +183,13 @@ def test_the_verdict_comes_from_the_replicas() -> None:
     wiggle = [8, 8, 32, 32, 16, 16, 64, 64]
     reversed_ = _judge(wiggle, [wiggle] * 10)
     assert reversed_.law.kind == "not_monotone" and "32 -> 16" in reversed_.law.reason
+    # A reversal is claimed where the sets that hold at every point at once part, whatever share of the
+    # replicas' own narrow sets part there (reported beside it).
     split = _judge(wiggle, [wiggle] * 5 + [[8, 8, 16, 32, 32, 32, 64, 64]] * 5)
-    assert split.reversal["replicas"] == 0.5 and getattr(split.law, "kind", None) != "not_monotone"
+    assert split.reversal["replicas"] == 0.5 and split.law.kind == "not_monotone"
+    wide = [8, 8, (16, 32), (16, 32), (16, 32), (16, 32), 64, 64]
+    held = _judge(wiggle, [wiggle] * 10, band=wide)
+    assert held.reversal is None and getattr(held.law, "kind", None) != "not_monotone"
     few = _judge([2, 4, 8, 16], [[2, 4, 8, 16]] * 10)
     assert few.law.kind == "too_few_points"
     step = _judge([2, 2, 2, 2, 8, 8, 8, 8], [[2, 2, 2, 2, 8, 8, 8, 8]] * 10)

@@ -5,8 +5,8 @@ import numpy as np
 from known_truth import SCENARIOS, draw
 
 from isocompute.fits.curves import FitOptions
-from isocompute.fits.fits_json import fit_study
 from isocompute.fits.leaders import ALL_LEAD, MATERIAL, SINGLE, CurveRewards, column_leaders, leading, replica_leading
+from isocompute.fits.study_fit import fit_study
 
 KEYS = [(8,), (16,), (32,)]
 

@@ -30,7 +30,9 @@ is then decided again, so the cost of stopping is measured rather than assumed.
 
 `replay` runs the policy on a complete evaluation table as if each arm had been extended rung by rung,
 each decision fitted only to the rows it could have seen, and reports the rollouts spent against the full
-grid's with the fits of the data the adaptive sweep kept (`study_fits.fit_study`'s schema).
+grid's with the fits of the data the adaptive sweep kept (`study_fits.fit_study`'s schema). Its bands come
+from the per-problem counts where the table has them, else from the residual bootstrap `isocompute fit` uses
+without counts (a tracker's log keeps none), and the replay says which.
 """
 
 from __future__ import annotations
@@ -53,11 +55,12 @@ from isocompute.adaptive.rungs import (
     rung_caps,
     rung_step,
 )
+from isocompute.errors import plain
 from isocompute.fits.bootstrap import resample_evals
 from isocompute.fits.curves import FitOptions
-from isocompute.fits.fits_json import fit_study
 from isocompute.fits.forms import RewardFit, reward_fit_from_json
 from isocompute.fits.leaders import RESOLVED_SHARE
+from isocompute.fits.study_fit import fit_study
 
 # The metric's largest value (avg@k, best@k and worst@k are shares): the only bound on an unsaturated curve.
 REWARD_MAX = 1.0
@@ -66,6 +69,11 @@ REWARD_MAX = 1.0
 # three on the known truth (docs/log/adaptive-prior.md): every negative stayed refused and
 # `close_not_monotone` kept its verdicts, while the realistic tables spent 48-60 % instead of 58-72 %.
 BEHIND_DOUBLINGS = 2
+# What each decision's bands resample (the fits' `bootstrap.kind`), as the replay's JSON and command say it.
+BANDS = {
+    "problems": "bootstrap of the validation problems, from per-problem counts",
+    "residuals": "residual bootstrap of each curve, no per-problem counts",
+}
 
 @dataclass(frozen=True)
 class Decision:
@@ -150,7 +158,9 @@ def decide(
     """
     resamples = fit["bootstrap"]["resamples"]
     if resamples == 0:
-        raise AdaptiveError("the adaptive sweep needs bootstrap replicas (per-problem counts): no band, no stop")
+        raise AdaptiveError(
+            "the adaptive sweep needs bootstrap replicas (of problems or of residuals): no band, no stop"
+        )
     top = fit["frontier"][-1] if fit["frontier"] else None
     c_top = None if top is None else float(top["compute"])
     low = None if top is None or top.get("reward_low") is None else float(top["reward_low"])
@@ -280,7 +290,7 @@ def above_own_plateau(
 
 def replay(
     evals: pd.DataFrame,
-    counts: pd.DataFrame,
+    counts: pd.DataFrame | None,
     options: FitOptions,
     k: int,
     bootstrap: int,
@@ -295,9 +305,11 @@ def replay(
     """Run the policy on a complete table of a fixed-B_problem study as if its arms were extended rung by rung.
 
     Each round fits only the rows its decision could have seen (every arm up to the step it had reached,
-    with the bootstrap drawn from those rows' per-problem counts). Returns the rollouts spent and the full
-    grid's, the decisions per round, per arm how far it ran and why, the audit, with `prior` the prior's
-    state (followed, or where it fell back), and `fits`: the fits of the kept data (`fit_study`'s JSON).
+    with the bootstrap drawn from those rows' per-problem counts, or without `counts` from each of their
+    curves' residuals, as `isocompute fit` does without counts). Returns the rollouts spent and the full
+    grid's, the decisions per round, per arm how far it ran and why, the audit, `bootstrap` (what the bands
+    resample: `BANDS`), with `prior` the prior's state (followed, or where it fell back), and `fits`: the
+    fits of the kept data (`fit_study`'s JSON).
     A resumed arm runs from where it stopped, as its run would. `rules` leaves parts of the plain rule out
     (`RULES`), to show what each saves; the workflow always applies every one.
     """
@@ -308,9 +320,11 @@ def replay(
     if options.by != ("n",) or options.compute != "compute_rollouts":
         raise AdaptiveError("the adaptive sweep replays a fixed-B_problem study: curves by n, compute in rollouts")
     if evals["b_problem"].nunique() != 1:
-        raise AdaptiveError(f"the evaluations hold b_problem values {sorted(evals['b_problem'].unique())}: keep one")
+        raise AdaptiveError(f"the evaluations hold b_problem values {plain(sorted(evals['b_problem'].unique()))}: keep one")
     if bootstrap < 1:
         raise AdaptiveError("the adaptive sweep needs bootstrap replicas (--bootstrap >= 1): no band, no stop")
+    if counts is None and base_counts is not None:
+        raise AdaptiveError("the base model's counts are resampled with the runs' counts: give both")
     checkpoints = {
         int(n): [(int(step), float(compute)) for step, compute in group.groupby("step")["compute_rollouts"].mean().items()]
         for n, group in evals.groupby("n")
@@ -348,6 +362,7 @@ def replay(
     kept = _fit_seen(evals, counts, steps, options, k, bootstrap, seed, base_counts, holdout_decades, frontier_points)
     spent = _rollouts(evals, steps)
     full = _rollouts(evals, {n: max(s for s, _ in checkpoints[n]) for n in arms})
+    kind = kept["bootstrap"]["kind"]
     return {
         "settings": asdict(settings),
         "rules": list(rules),
@@ -355,6 +370,7 @@ def replay(
         "rollouts_spent": spent,
         "rollouts_full_grid": full,
         "share_of_full_grid": spent / full,
+        "bootstrap": {"kind": kind, "resamples": bootstrap, "bands": BANDS[kind]},
         "arms": [
             {
                 "n": n,
@@ -440,7 +456,7 @@ def fit_round(
 
 def _fit_seen(
     evals: pd.DataFrame,
-    counts: pd.DataFrame,
+    counts: pd.DataFrame | None,
     steps: Mapping[int, int],
     options: FitOptions,
     k: int,
@@ -450,9 +466,12 @@ def _fit_seen(
     holdout_decades: float,
     frontier_points: int,
 ) -> dict[str, Any]:
-    """The study fit of the rows each arm had reached, bootstrapped from those rows' counts."""
-    reached = evals["n"].map(steps)
-    seen = evals[evals["step"] <= reached]
+    """The study fit of the rows each arm had reached, bootstrapped from those rows' counts, or without
+    counts from those rows' residuals (`fit_study`'s own residual bootstrap, `isocompute fit`'s)."""
+    seen = evals[evals["step"] <= evals["n"].map(steps)]
+    if counts is None:
+        return fit_study(seen, options, frontier_points=frontier_points, holdout_decades=holdout_decades,
+                         resamples=bootstrap, seed=seed)  # fmt: skip
     seen_counts = counts[counts["step"] <= counts["n"].map(steps)]
     replicas = resample_evals(seen_counts, k, bootstrap, seed, ("n",), base_counts)
     return fit_study(seen, options, frontier_points=frontier_points, replicas=replicas, holdout_decades=holdout_decades)

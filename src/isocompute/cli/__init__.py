@@ -5,7 +5,8 @@
     isocompute fit EVALS --metric avg@4 --by n --compute rollouts --out FITS.json
     isocompute recommend FITS.json --compute 1e6
     isocompute compare RESULTS_DIR RESULTS_DIR ... --out DIR
-    isocompute replay EVALS --counts COUNTS --out REPLAY.json   (the adaptive sweep, docs/reference/adaptive-sweep.md)
+    isocompute replay EVALS [--counts COUNTS] --out REPLAY.json   (docs/reference/adaptive-sweep.md)
+    isocompute plot FITS.json --out DIR   (the study's figures, as the pipeline draws them)
 
 EVALS is a CSV or parquet with at least the columns `run`, `n`, `b_problem`, `step`, `compute_rollouts`,
 `compute_tokens` and the metric (`results/evaluation/evals.csv` is one). FITS.json has the schema of the
@@ -25,6 +26,7 @@ from isocompute.cli import (
     import_,
     noise,
     plan,
+    plot,
     probe,
     recommend,
     replay,
@@ -35,7 +37,7 @@ from isocompute.cli import (
 from isocompute.errors import IsoComputeError
 
 # Each command's module adds its parser and sets `run`; the order is the order `--help` lists them in.
-COMMANDS = (import_, fit, recommend, replay, plan, status, probe, noise, thin, compare, simulate)
+COMMANDS = (import_, fit, recommend, replay, plot, plan, status, probe, noise, thin, compare, simulate)
 
 
 def parser() -> argparse.ArgumentParser:

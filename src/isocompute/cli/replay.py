@@ -1,5 +1,6 @@
-"""`isocompute replay EVALS --counts COUNTS`: the adaptive sweep's policy on a complete table, before
-spending a GPU on it: the rollouts it would have spent, its decisions and the fits of what it kept."""
+"""`isocompute replay EVALS [--counts COUNTS]`: the adaptive sweep's policy on a complete table, before
+spending a GPU on it: the rollouts it would have spent, its decisions and the fits of what it kept. Without
+per-problem counts (no tracker keeps them) each decision's bands come from the residual bootstrap of `fit`."""
 
 from __future__ import annotations
 
@@ -9,19 +10,21 @@ from isocompute.adaptive.rungs import RULES
 from isocompute.cli.arguments import add_source_arguments, source_table
 from isocompute.files import write_json
 from isocompute.fits.curves import FitOptions
-from isocompute.fits.table_fit import read_base_counts, read_counts, read_evals
+from isocompute.fits.table_fit import InputError, read_base_counts, read_counts, read_evals
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     replay = commands.add_parser("replay", help="replay the adaptive sweep on complete evaluations: rollouts spent, decisions, fits")
     replay.add_argument("evals", help="evaluation table of one fixed-B_problem study (CSV or parquet)")
-    replay.add_argument("--counts", required=True, help="per-problem correct counts (val_counts): the bootstrap's bands")
+    replay.add_argument("--counts", help="per-problem correct counts (val_counts) for the bands; "
+                        "without them, each curve's residuals are resampled")
     replay.add_argument("--base-counts", help="the base model's per-problem counts, resampled with --counts")
     replay.add_argument("--base-reward", type=float, help="anchor every curve's R0 at this value")
     replay.add_argument("--out", required=True, help="REPLAY.json to write")
     replay.add_argument("--metric", default="avg@4")
     replay.add_argument("--k", type=int, default=4, help="samples per problem in --counts")
-    replay.add_argument("--bootstrap", type=int, default=50, help="resamples of the validation problems per decision")
+    replay.add_argument("--bootstrap", type=int, default=50, help="replicas per decision: resamples of the "
+                        "validation problems with --counts, else of each curve's residuals")
     replay.add_argument("--seed", type=int, default=0)
     replay.add_argument("--rung-factor", type=float, default=2.0, help="compute caps C_max / factor**j")
     replay.add_argument("--min-steps", type=int, default=10, help="optimizer steps an arm runs before it may stop")
@@ -42,7 +45,11 @@ def replayed(args: argparse.Namespace) -> dict:
     from isocompute.adaptive.rungs import AdaptiveSettings
 
     evals = read_evals(args.evals, args.metric, ("n",), "compute_rollouts", source_table(args.evals, args, [args.metric]))
-    counts = read_counts(args.counts, args.k, ("n",), "compute_rollouts")
+    if args.base_counts and not args.counts:
+        raise InputError(
+            f"--base-counts {args.base_counts}: its counts are resampled with --counts: give both"
+        )
+    counts = read_counts(args.counts, args.k, ("n",), "compute_rollouts") if args.counts else None
     options = FitOptions(metric=args.metric, compute="compute_rollouts", by=("n",), base_reward=args.base_reward)
     settings = AdaptiveSettings(args.rung_factor, args.min_steps, args.audit_rungs)
     base_counts = read_base_counts(args.base_counts, args.k, counts) if args.base_counts else None
@@ -59,6 +66,7 @@ def run(args: argparse.Namespace) -> None:
     law = result["fits"]["optimum"]["n"]
     print(f"rollouts spent {result['rollouts_spent']:.6g} of the full grid's {result['rollouts_full_grid']:.6g} "
           f"({result['share_of_full_grid']:.0%}); law of n*: {'fitted' if law['ok'] else law['kind']}")  # fmt: skip
+    print(f"bands: {result['bootstrap']['bands']}")
     prior = result.get("prior")
     if prior is not None:
         fallback = prior["fallback"]

@@ -11,13 +11,17 @@ index (`isocompute.pipeline.artifacts`) all read this list.
 from __future__ import annotations
 
 import importlib
+import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from isocompute.errors import IsoComputeError
 from isocompute.study import recipe_ablations
+from isocompute.study.specs import FigureStyle
+from isocompute.study.studies import NAME_FORMS
 
 # What a figure can read, by the name its rule's input carries (the keys of `snakemake.input`).
 INPUTS = {
@@ -61,6 +65,8 @@ class Figure:
     # Drawn as well for each study on every other validation set its runs are scored on
     # (`extra_evaluation.sets`: results/figures/<set>/<study>/on_<other set>/).
     on_other_sets: bool = False
+    # The compute measures it draws side by side (none: the study's headline measure, or the one asked for).
+    computes: tuple[str, ...] = ()
 
     @property
     def rule(self) -> str:
@@ -204,6 +210,7 @@ _FIGURES = [
         caption=(
             "n*(C) with compute measured in rollouts (left) and in sampled tokens (right) (paper Figure 23)."
         ),
+        computes=("compute_rollouts", "compute_tokens"),
     ),
     Figure(
         name="fig_extrapolation",
@@ -354,6 +361,97 @@ STUDY_FIGURES = {name: figure.kind for name, figure in FIGURES.items() if figure
 ON_OTHER_SETS = tuple(name for name, figure in FIGURES.items() if figure.on_other_sets)
 # The data ablations' figures (`{data_figure}`: each has instances named `<figure>_<instance>`).
 DATA_FIGURES = {name: figure.summary for name, figure in FIGURES.items() if figure.kind == DATA}
+
+# The study kind whose figures a fits.json of `isocompute fit` gets (its study's kind is "cli"), by curve key.
+_KIND_OF_KEY = {("n",): "fixed_b_problem", ("b_problem", "n"): "joint"}
+# The files a study's fits.json stands in for when it is drawn alone: the base model's evaluation, whose
+# value is the one the fit anchored its curves at (`scaling.drawers`).
+_FROM_FITS = {"fits", "base"}
+
+
+class FitsFileError(IsoComputeError, ValueError):
+    """A fits.json without what a figure draws; the message names the file and the key."""
+
+
+def fit_in(study_file: Mapping[str, Any], metric: str, compute: str | None, path: str) -> Mapping[str, Any]:
+    """The fit of `metric` in `compute` (default: the file's headline measure) of a study's fits.json,
+    `fits[metric][compute]`; where the file lacks it, an error naming the missing key and the keys the file
+    has, so a figure asked of the wrong file or metric says what to ask for instead of a bare KeyError."""
+    fits = study_file.get("fits")
+    if not isinstance(fits, Mapping):
+        raise FitsFileError(f"{path}: no key 'fits': not a study's fits JSON (docs/reference/fits.md)")
+    if metric not in fits:
+        raise FitsFileError(
+            f"{path}: no fit of metric {metric!r} (key fits[{metric!r}]); it has {sorted(fits)}"
+        )
+    compute = compute or headline(study_file, "compute", path)
+    if compute not in fits[metric]:
+        raise FitsFileError(
+            f"{path}: no fit of {metric!r} in {compute!r} (key fits[{metric!r}][{compute!r}]); "
+            f"it has {sorted(fits[metric])}"
+        )
+    return fits[metric][compute]
+
+
+def headline(study_file: Mapping[str, Any], field: str, path: str) -> str:
+    """The file's headline `field` (metric or compute): what it is drawn in unless another is asked for."""
+    value = (study_file.get("headline") or {}).get(field)
+    if value is None:
+        raise FitsFileError(f"{path}: no key headline[{field!r}]: name the {field} to draw")
+    return str(value)
+
+
+def fits_figures(study_file: Mapping[str, Any], metric: str, path: str) -> list[str]:
+    """The figures a study's fits.json alone draws: those the pipeline draws for its study's kind (a fits.json
+    of `isocompute fit`, with curves by n, gets a fixed-B_problem study's, by (B_problem, n) the joint
+    study's) that read nothing but the fits and the base model's value, and whose compute measures the file
+    holds for `metric` (Fig. 23 draws rollouts and tokens side by side)."""
+    study = study_file.get("study") or {}
+    kind = study.get("kind")
+    if kind not in NAME_FORMS:
+        by = tuple(study.get("by") or ())
+        if by not in _KIND_OF_KEY:
+            raise FitsFileError(
+                f"{path}: study['by'] = {list(by)}: the study figures draw curves by n or by (b_problem, n)"
+            )
+        kind = _KIND_OF_KEY[by]
+    held = set(study_file["fits"][metric])
+    return [
+        figure.name
+        for figure in FIGURES.values()
+        if figure.kind in (STUDY, kind) and set(figure.inputs) <= _FROM_FITS and set(figure.computes) <= held
+    ]
+
+
+def draw_fits_file(
+    path: str,
+    out_dir: str | Path,
+    style: FigureStyle,
+    metric: str | None = None,
+    compute: str | None = None,
+    formats: Sequence[str] = ("png",),
+) -> list[Path]:
+    """Every figure `fits_figures` gives for the study's fits.json at `path` (the pipeline's or `isocompute
+    fit`'s), in `metric` and `compute` (default: the file's headline), drawn into `out_dir` as
+    `<figure>.<format>` by the function its entry names, called as the pipeline's rule plot_study_figure
+    calls it: the same figures from any fits.json. Returns the files written."""
+    try:
+        study_file = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as error:
+        raise FitsFileError(f"{path}: not a readable fits JSON ({error})") from None
+    metric = metric or headline(study_file, "metric", path)
+    compute = fit_in(study_file, metric, compute, path)["compute"]
+    study = study_file.get("study") or {}
+    where = " / ".join(str(part) for part in (study.get("problem_set"), study.get("name")) if part)
+    written = []
+    for name in fits_figures(study_file, metric, path):
+        paths = [Path(out_dir) / f"{name}.{extension}" for extension in formats]
+        # k is read by the set figure of n* by metric (Fig. 7) alone, which is drawn from a set's studies.
+        title, files = f"{where}: {name}", [str(p) for p in paths]
+        FIGURES[name].drawing()(name, {"fits": [str(path)]}, title, metric, 0, style, files, compute=compute)
+        written += paths
+    return written
+
 
 # The first line of every caption file: where it comes from.
 _WRITTEN_HERE = (

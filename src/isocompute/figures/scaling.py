@@ -23,6 +23,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from isocompute.files import read_tables  # noqa: E402
+from isocompute.figures.registry import FIGURES, fit_in  # noqa: E402
 from isocompute.fits.forms import FitFailure, optimum_fit_from_json, reward_fit_from_json  # noqa: E402
 from isocompute.sampling.metrics import metric_names  # noqa: E402
 from isocompute.study.specs import FigureStyle  # noqa: E402
@@ -404,17 +405,22 @@ def _read_json(path: str) -> dict[str, Any]:
     return json.loads(Path(path).read_text())
 
 
-def drawers(inputs: Mapping[str, Sequence[str]], title: str, metric: str, k: int, style: FigureStyle,
-            paths: Sequence[str]) -> dict[str, Callable[[], None]]:  # fmt: skip
+def drawers(
+    inputs: Mapping[str, Sequence[str]], title: str, metric: str, k: int, style: FigureStyle, paths: Sequence[str],
+    *, compute: str | None = None,
+) -> dict[str, Callable[[], None]]:  # fmt: skip
     """Each figure this module draws, by name, as a call drawing it from the files in `inputs` (keys as the
-    figure registry, `isocompute.figures.registry`, names them); nothing is read until one is called."""
+    figure registry, `isocompute.figures.registry`, names them), in `compute` (default: the study's
+    headline measure); nothing is read until one is called."""
 
-    def study_fit(compute: str | None = None) -> Mapping[str, Any]:
-        """The study's fit of `metric`, in its headline compute measure unless another is named."""
-        study = _read_json(inputs["fits"][0])
-        return study["fits"][metric][compute or study["headline"]["compute"]]
+    def study_fit(measure: str | None = None) -> Mapping[str, Any]:
+        """The study's fit of `metric`, in `measure`, else `compute`, else its headline compute measure."""
+        return fit_in(_read_json(inputs["fits"][0]), metric, measure or compute, inputs["fits"][0])
 
-    frontier = lambda: plot_frontier(study_fit(), _base(inputs, metric), title, style, paths)  # noqa: E731
+    def frontier() -> None:
+        fit = study_fit()
+        plot_frontier(fit, _base(inputs, metric, fit), title, style, paths)
+
     both_optima = lambda: plot_optimum([study_fit()], ["n", "b_problem"], title, style, paths)  # noqa: E731
     return {
         "fig05_frontier": frontier,
@@ -426,19 +432,26 @@ def drawers(inputs: Mapping[str, Sequence[str]], title: str, metric: str, k: int
         "fig11_joint_optimum": both_optima,
         "fig12_train_pass_rates": lambda: plot_train_pass_rates([pd.read_parquet(p) for p in inputs["pass_rates"]], title, style, paths),
         "fig23_token_compute": lambda: plot_optimum(
-            [study_fit(c) for c in ("compute_rollouts", "compute_tokens")], ["n"], title, style, paths
+            [study_fit(c) for c in FIGURES["fig23_token_compute"].computes], ["n"], title, style, paths
         ),
         "fig_extrapolation": lambda: plot_extrapolation(study_fit(), title, style, paths),
     }
 
 
-def render(figure: str, inputs: Mapping[str, Sequence[str]], title: str, metric: str, k: int, style: FigureStyle, paths: Sequence[str]) -> None:
-    """Draw `figure` from the files in `inputs` (keys as the figure rule names them)."""
-    known = drawers(inputs, title, metric, k, style, paths)
+def render(figure: str, inputs: Mapping[str, Sequence[str]], title: str, metric: str, k: int,
+           style: FigureStyle, paths: Sequence[str], *, compute: str | None = None) -> None:  # fmt: skip
+    """Draw `figure` from the files in `inputs` (keys as the figure rule names them), in `compute` (default:
+    the study's headline measure)."""
+    known = drawers(inputs, title, metric, k, style, paths, compute=compute)
     if figure not in known:
         raise ValueError(f"unknown figure {figure!r}; known: {sorted(known)}")
     known[figure]()
 
 
-def _base(inputs: Mapping[str, Sequence[str]], metric: str) -> float:
-    return float(pd.read_parquet(inputs["base"][0])[metric].iloc[0])
+def _base(inputs: Mapping[str, Sequence[str]], metric: str, fit: Mapping[str, Any]) -> float | None:
+    """The base model's `metric`: its evaluation where the figure is given one (the pipeline's rules), else
+    the value the fit anchored its curves at (`isocompute fit --base-reward`), else none: a fits.json drawn
+    alone carries no other."""
+    if inputs.get("base"):
+        return float(pd.read_parquet(inputs["base"][0])[metric].iloc[0])
+    return fit.get("base_reward")

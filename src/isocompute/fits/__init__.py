@@ -22,7 +22,7 @@ EXPORTS = {
     "smoothed_reward": "data_ablation",
     "train_evals": "data_ablation",
     "fit_configured_study": "fits_json",
-    "fit_study": "fits_json",
+    "fit_study": "study_fit",
     "Bounds": "forms",
     "FitFailure": "forms",
     "Key": "forms",

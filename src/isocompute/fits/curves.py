@@ -3,7 +3,7 @@ curves' rewards where it is read.
 
 `fit_curves` is the unit every consumer refits: the point estimate, each bootstrap replica (started from
 the point estimate) and the truncated data of the held-out check. The leaders and the law of x*(C) are
-found from its rewards (`isocompute.fits.leaders`, `isocompute.fits.law`); `isocompute.fits.fits_json`
+found from its rewards (`isocompute.fits.leaders`, `isocompute.fits.law`); `isocompute.fits.study_fit`
 turns the results into the JSON that figures and the recommendation read.
 """
 
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from isocompute.fits.forms import Key, RewardFit, fit_reward, record_breaking
-from isocompute.fits.frontier import Curve, frontier, reward_matrix
+from isocompute.fits.frontier import Curve, censored_matrix, frontier, reward_matrix
 from isocompute.fits.leaders import DEFAULT_TOLERANCE, CurveRewards
 
 
@@ -57,14 +57,16 @@ class StudyFit:
     """Everything fitted for one study and metric, kept as objects until written as JSON.
 
     `envelope` is the frontier on the dense drawing grid; `optimum` the frontier at the distinct measured
-    compute values that have one, and `rewards` every curve's reward there (curves x points, NaN where a
-    curve is no candidate), from which the leaders and the law of x*(C) are found.
+    compute values that have one, `rewards` every curve's reward there (curves x points, NaN where a curve is
+    no candidate) and `censored` its value where it is censored (`frontier.Curve.censored`, NaN elsewhere),
+    from which the leaders and the law of x*(C) are found.
     """
 
     curves: list[Curve]
     envelope: pd.DataFrame
     optimum: pd.DataFrame
     rewards: np.ndarray
+    censored: np.ndarray
 
     @property
     def keys(self) -> list[Key]:
@@ -83,7 +85,10 @@ class StudyFit:
                 anchors.append(float(curve.reward[order][0]))
                 steps = np.diff(curve.reward[order])
                 scatter.append(float(np.std(steps) / np.sqrt(2)) if len(steps) > 1 else 0.0)
-        return CurveRewards(self.keys, self.rewards, np.array(anchors), np.array(scatter) if noise is None else noise)
+        return CurveRewards(
+            self.keys, self.rewards, np.array(anchors), np.array(scatter) if noise is None else noise, self.censored,
+            [curve.measured_range for curve in self.curves],
+        )
 
 
 def curve_points(evals: pd.DataFrame, metric: str, compute: str, by: Sequence[str]) -> pd.DataFrame:
@@ -109,11 +114,14 @@ def fit_curves(
         used = record_breaking(c, r, options.record_bin) if options.points == "record_breaking" else slice(None)
         earlier = previous.get(key)
         fit = fit_reward(c[used], r[used], r0=options.base_reward, start=earlier if isinstance(earlier, RewardFit) else None)
-        curves.append(Curve(key, c, r, fit))
+        first = int(np.argmin(c))
+        steps = group["step"].to_numpy(dtype=float)
+        curves.append(Curve(key, c, r, fit, float(c[first] / steps[first]) if steps[first] > 0 else float(c[first])))
     envelope = frontier(curves, grid, by, options.extrapolate)
     optimum = frontier(curves, at, by)
-    rewards, _ = reward_matrix(curves, optimum["compute"].to_numpy(dtype=float))
-    return StudyFit(curves, envelope, optimum, rewards)
+    points = optimum["compute"].to_numpy(dtype=float)
+    rewards, _ = reward_matrix(curves, points)
+    return StudyFit(curves, envelope, optimum, rewards, censored_matrix(curves, points))
 
 
 def json_records(table: pd.DataFrame) -> list[dict[str, Any]]:

@@ -4,7 +4,7 @@ The sets themselves are config expressions (`isocompute.pipeline.config.problem_
 buckets, and the extremely hard set (pass@k = 0). Each set's runs are fitted by the same studies as any
 other set; this module adds what Fig. 14 compares them with: the training reward as TRL logs it per step,
 smoothed over a window of compute, and the pass rate on a sample of the training set, fitted like the
-validation metrics (`isocompute.fits.fits_json.fit_study`), so their frontiers and n*(C) sit beside the
+validation metrics (`isocompute.fits.study_fit.fit_study`), so their frontiers and n*(C) sit beside the
 validation ones.
 """
 
@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from isocompute.fits.curves import FitOptions
-from isocompute.fits.fits_json import fit_study
+from isocompute.fits.study_fit import fit_study
 from isocompute.study.studies import Study
 
 TRAIN_METRICS = {

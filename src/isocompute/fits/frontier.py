@@ -9,6 +9,12 @@ failed fit never silently removes a curve from the frontier.
 
 The optimum x* is read at the distinct measured compute values (`distinct_computes`), where the leaders
 are found (`isocompute.fits.leaders`), the data of the law of x*(C); a dense log grid serves only the drawing.
+
+A curve that is no candidate at a compute point is not thereby behind there. Where its run ended below that
+compute (every n trained for the same number of steps, so the small n end early), or began above it (a large n
+whose first evaluation comes late, above the compute of its first step), the run could have been measured
+there and was not: it is *censored*. Its value there is the fitted sigmoid's, with the spread of the
+bootstrap's refits (`censored_matrix`); the leaders treat it as a candidate that was not measured.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ class Curve:
     compute: np.ndarray
     reward: np.ndarray
     fit: RewardFit | FitFailure
+    # The compute of the run's first optimizer step: the least compute at which it could have been measured.
+    first_step: float = 0.0
 
     @property
     def measured_range(self) -> tuple[float, float]:
@@ -53,6 +61,17 @@ class Curve:
             reward = np.interp(np.log10(compute), np.log10(self.compute[order]), self.reward[order])
             usable = inside
         return np.where(usable, reward, np.nan), usable & ~inside
+
+
+    def censored(self, compute: np.ndarray) -> np.ndarray:
+        """The curve's value where it is censored at `compute` (beyond its last point, or between its first
+        step and its first point), NaN elsewhere. An unfitted curve has no value there to extrapolate: its
+        value is the metric's ceiling, 1 (it may lead anywhere it is censored)."""
+        low, high = self.measured_range
+        slack = 10**SAME_COMPUTE_DECADES
+        outside = (compute > high * slack) | ((compute < low / slack) & (compute >= self.first_step))
+        reward = np.asarray(self.fit(compute), dtype=float) if isinstance(self.fit, RewardFit) else np.ones(len(compute))
+        return np.where(outside, reward, np.nan)
 
 
 def distinct_computes(values: Iterable[float], tolerance: float = SAME_COMPUTE_DECADES) -> np.ndarray:
@@ -77,6 +96,13 @@ def reward_matrix(curves: Sequence[Curve], compute: np.ndarray, extrapolate: boo
     if not pairs:
         return np.empty((0, len(compute))), np.empty((0, len(compute)), dtype=bool)
     return np.vstack([reward for reward, _ in pairs]), np.vstack([flag for _, flag in pairs])
+
+
+def censored_matrix(curves: Sequence[Curve], compute: np.ndarray) -> np.ndarray:
+    """Every curve's value where it is censored at `compute` (curves x points, NaN elsewhere: `Curve.censored`)."""
+    if not curves:
+        return np.empty((0, len(compute)))
+    return np.vstack([curve.censored(np.asarray(compute, dtype=float)) for curve in curves])
 
 
 def frontier(curves: Sequence[Curve], compute: np.ndarray, by: Sequence[str], extrapolate: bool = False) -> pd.DataFrame:

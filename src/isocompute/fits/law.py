@@ -10,15 +10,17 @@ decade of compute counts alike (`decade_weights`): checkpoints are dense at low 
 
 Uncertainty comes from bootstrapping the whole estimator, as scaling-law practice does (Chinchilla's
 approaches 1 and 2, and the replication by Besiroglu et al. 2024): each replica refits every curve, takes
-its own leaders at the same compute points and fits its own law (`isocompute.fits.fits_json`).
+its own leaders at the same compute points and fits its own law (`isocompute.fits.study_fit`).
 
 The verdict (`judge_law`) reads only material points, in this order:
 
 1. no material point (`no_evidence`); one value leading at every material point (`constant`); fewer than
    `LAW_MIN_POINTS` material points (`too_few_points`);
-2. leader sets that are disjoint *against* the law's direction between two material points, in the point
-   estimate and in at least `RESOLVED_SHARE` of the replicas: `not_monotone`;
-3. no two material points whose leader sets are disjoint *in* the law's direction, or a change of the
+2. leader sets that are disjoint *against* the law's direction between two material points: `not_monotone`
+   (the sets hold at every point at once at `FAMILY_LEVEL`, so a monotone truth shows such a pair in at most
+   1 - `FAMILY_LEVEL` of studies, however many points and pairs there are; the share of replicas whose own
+   sets part there is reported beside it);
+3. no two material points whose (simultaneous) leader sets are disjoint *in* the law's direction, or a change of the
    law across the material range (in doublings of x*) whose 95 % interval reaches below half a doubling
    (on a grid of doublings, less is no change): `not_resolved`;
 4. fewer than `RESOLVED_SHARE` of the replicas' laws pass within a factor 2 of the leader set at every
@@ -44,12 +46,15 @@ from scipy.optimize import least_squares
 from scipy.special import expit
 
 from isocompute.fits.forms import Bounds, FitFailure, OptimumFit, optimum_curve, optimum_name
-from isocompute.fits.leaders import ALL_LEAD, RESOLVED_SHARE, SINGLE, ColumnLeaders
+from isocompute.fits.leaders import ALL_LEAD, CENSORED, FAMILY_LEVEL, RESOLVED_SHARE, SINGLE, ColumnLeaders
 
 # A law needs at least this many material compute points.
 LAW_MIN_POINTS = 5
 # Less change than this, in doublings of x*, is no change on a grid of doublings.
 NO_CHANGE = 0.5
+# A law agrees with the point by point leader sets where it passes within a factor 2 of them over this share
+# of the material points' decades (the recovery a user asks of a law).
+AGREEMENT_SHARE = 0.8
 # The replicas' percentiles that bound a 95 % interval.
 INTERVAL = (2.5, 97.5)
 # The law's change per decade is read over this many decades at the top of the measured range.
@@ -215,15 +220,35 @@ def fit_leaders(compute: np.ndarray, leaders: ColumnLeaders) -> OptimumFit | Fit
     return fit_law(compute[keep], leaders.values[keep], leaders.low[keep], leaders.high[keep])
 
 
-def _agrees(replica: OptimumFit, compute: np.ndarray, low: np.ndarray, high: np.ndarray) -> bool:
-    """Whether a replica's law passes within a factor 2 of the leader set [low, high] at every material
-    point, up to a shift in compute of half the spacing of the points there: the points cannot place the
-    law more closely than that, and a step between two points is the same step wherever in the gap it falls."""
+def _passes(replica: OptimumFit, compute: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Where a replica's law passes within a factor 2 of the leader set [low, high], up to a shift in compute
+    of half the spacing of the points there: the points cannot place the law more closely than that, and a
+    step between two points is the same step wherever in the gap it falls."""
     x = np.log10(compute)
     half = _spans(compute) / 2 if len(x) > 1 else np.zeros(len(x))
     ends = [optimum_curve(x + shift, replica.L, replica.k, replica.log10_c0, replica.b) for shift in (-half, half)]
     reach_low, reach_high = np.minimum(*ends), np.maximum(*ends)
-    return bool(np.all((reach_high >= np.log2(low) - 1.0) & (reach_low <= np.log2(high) + 1.0)))
+    return (reach_high >= np.log2(low) - 1.0) & (reach_low <= np.log2(high) + 1.0)
+
+
+def _agrees(replica: OptimumFit, compute: np.ndarray, band: ColumnLeaders, point: ColumnLeaders) -> bool:
+    """Whether a replica's law passes within a factor 2 of the sets that hold at every point at once (`band`)
+    at every material point, and of the point by point sets at `AGREEMENT_SHARE` of the material points'
+    decades (`decade_weights`): a share, which denser evaluation does not make harder to reach."""
+    if not bool(np.all(_passes(replica, compute, _low(band, point), _high(band, point)))):
+        return False
+    weights = decade_weights(compute)
+    return bool(np.sum(weights * _passes(replica, compute, point.low, point.high)) >= AGREEMENT_SHARE * np.sum(weights))
+
+
+def _low(band: ColumnLeaders, point: ColumnLeaders) -> np.ndarray:
+    """The smallest value of the band's set, or of the point's where the band has none (no measured leader)."""
+    return np.where(np.isnan(band.low), point.low, np.fmin(band.low, point.low))
+
+
+def _high(band: ColumnLeaders, point: ColumnLeaders) -> np.ndarray:
+    """The largest value of the band's set, or of the point's where the band has none."""
+    return np.where(np.isnan(band.high), point.high, np.fmax(band.high, point.high))
 
 
 def _interval(values: np.ndarray) -> list[float]:
@@ -244,8 +269,9 @@ def _apart(first: ColumnLeaders, i: int, j: int, sign: float, second: ColumnLead
 
 
 def _reversal(compute: np.ndarray, point: ColumnLeaders, replicas: Sequence[ColumnLeaders], sign: float) -> dict[str, Any] | None:
-    """The pair of material points whose leader sets are disjoint against `sign` in the point estimate and in
-    the most replicas (with that share), or None where the point estimate's leaders never fall back."""
+    """The pair of material points whose leader sets are disjoint against `sign` in the point estimate, the one
+    the most replicas' own sets part at (with that share), or None where the point estimate's leaders never
+    fall back."""
     best = None
     for i, j in itertools.combinations(range(len(compute)), 2):
         if not _apart(point, i, j, -sign):
@@ -295,11 +321,11 @@ def _select(leaders: ColumnLeaders, keep: np.ndarray) -> ColumnLeaders:
 
 def _evidence(leaders: ColumnLeaders, column: str) -> dict[str, Any]:
     """How many compute points are material, and how many are not and why."""
-    counts = {kind: sum(s == kind for s in leaders.status) for kind in (ALL_LEAD, SINGLE)}
+    counts = {kind: sum(s == kind for s in leaders.status) for kind in (ALL_LEAD, SINGLE, CENSORED)}
     return {"material": int(leaders.material.sum()), "points": len(leaders.status), "every_value_leads": counts[ALL_LEAD],
-            "single_curve": counts[SINGLE],
+            "single_curve": counts[SINGLE], "censored": counts[CENSORED],
             "why": f"{counts[ALL_LEAD]} point(s) where every {column} measured leads, {counts[SINGLE]} where a single "
-                   f"{column} was measured"}  # fmt: skip
+                   f"{column} was measured, {counts[CENSORED]} where a run measured elsewhere only may lead"}  # fmt: skip
 
 
 def judge_law(
@@ -309,10 +335,12 @@ def judge_law(
     replica_laws: Sequence[OptimumFit | FitFailure],
     column: str,
     law: OptimumFit | FitFailure,
+    band: ColumnLeaders | None = None,
 ) -> LawVerdict:
     """The verdict on the central `law` (fitted through `point`'s leader sets at the material points of
-    `compute`), from the replicas' own leaders at the same points and their own laws. See the module's
-    docstring for the rules."""
+    `compute`), from the replicas' own leaders at the same points and their own laws, and the leader sets that
+    hold at every point at once (`band`; the point's own sets where not given). See the module's docstring
+    for the rules."""
     name = optimum_name(column)
     compute = np.asarray(compute, dtype=float)
     common: dict[str, Any] = {"points_used": 0, "replicas": list(replica_laws)}
@@ -351,6 +379,7 @@ def judge_law(
             **common,
         )
     theirs = [_select(r, keep) for r in replicas]
+    held = _select(band if band is not None else point, keep)
     made = [r for r in replica_laws if isinstance(r, OptimumFit)]
     ends = np.log10([at.min(), at.max()])
     central = optimum_curve(ends, law.L, law.k, law.log10_c0, law.b)
@@ -358,15 +387,15 @@ def judge_law(
     rise = float(central[-1] - central[0])
     sign = 1.0 if rise >= 0 else -1.0
     common["rise"] = {"value": rise, "interval": _interval(rises) if len(made) else None}
-    agreement = float(sum(_agrees(r, at, material.low, material.high) for r in made) / len(replica_laws))
+    agreement = float(sum(_agrees(r, at, held, material) for r in made) / len(replica_laws))
     common["agreement"] = agreement
-    reversal = _reversal(at, material, theirs, sign)
+    reversal = _reversal(at, held, theirs, sign)
     common["reversal"] = reversal
-    if reversal and reversal["replicas"] >= RESOLVED_SHARE:
+    if reversal:
         where = f"{_named(reversal['from'])} -> {_named(reversal['to'])} between C = {reversal['compute'][0]:.3g} and {reversal['compute'][1]:.3g}"
         return LawVerdict(
-            FitFailure("not_monotone", f"{name} not monotone: its leaders move {where}, apart in {reversal['replicas']:.0%} "
-                       f"of bootstrap replicas (a reversal needs {RESOLVED_SHARE:.0%})"),  # fmt: skip
+            FitFailure("not_monotone", f"{name} not monotone: its leaders move {where}, sets that hold at every compute "
+                       f"point at once at {FAMILY_LEVEL:.0%} (apart in {reversal['replicas']:.0%} of bootstrap replicas' own sets)"),  # fmt: skip
             **common,
         )
     moved = _apart_in_direction(at, material, sign)

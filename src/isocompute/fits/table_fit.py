@@ -16,12 +16,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from isocompute.errors import IsoComputeError
+from isocompute.errors import IsoComputeError, plain
 from isocompute.files import missing_columns, read_table
 from isocompute.fits.bootstrap import CHECKPOINT_KEYS, resample_evals
 from isocompute.fits.curves import FitOptions
-from isocompute.fits.fits_json import fit_study
 from isocompute.fits.leaders import DEFAULT_TOLERANCE
+from isocompute.fits.study_fit import fit_study
 
 REQUIRED = ["run", "n", "b_problem", "step", "compute_rollouts", "compute_tokens"]
 # Columns of the pipeline's evaluations that tell a recipe ablation's runs from the grid's.
@@ -158,8 +158,7 @@ def without_duplicates(table: pd.DataFrame, path: str, key: list[str], compared:
         differ = [column for column in compared if rows[column].nunique(dropna=False) > 1]
         if differ:
             # Plain Python values: pandas' group keys are numpy scalars, whose repr names their type.
-            plain = (v.item() if hasattr(v, "item") else v for v in (values if isinstance(values, tuple) else (values,)))
-            named = ", ".join(f"{k} {v!r}" for k, v in zip(key, plain))
+            named = ", ".join(f"{k} {v!r}" for k, v in zip(key, plain(values if isinstance(values, tuple) else (values,))))
             raise InputError(
                 f"{path}: {named} appears at {_rows(rows.index)} with different values of {differ}: "
                 f"keep one {what}"
@@ -259,7 +258,7 @@ def fit_table(job: TableFit, table: pd.DataFrame | None = None) -> dict[str, Any
         raise InputError(f"{job.evals} mixes runs of several recipes or learning rates ({RUN_SETTINGS}): keep one")
     fixed = {}
     if "b_problem" not in by:
-        values = sorted(evals["b_problem"].unique())
+        values = plain(sorted(evals["b_problem"].unique()))
         if len(values) > 1:
             raise InputError(
                 f"{job.evals} holds b_problem values {values}: keep one (fixed-B_problem study) or use --by b_problem,n"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from isocompute.errors import plain
 from isocompute.files import missing_columns
 from isocompute.fits.table_fit import (
     COMPUTE_SPENT,
@@ -29,12 +30,6 @@ from isocompute.sources.runs import RunLog, RunSettings
 LENGTH_KEYS = ("completions/mean_length", "train/completions/mean_length", "response_length/mean")
 LENGTH = Values(False, 0.0, float("inf"), "a completion's mean length in tokens")
 SHOWN_STEPS = 5
-
-
-def plain(value: object) -> object:
-    """A value as the user wrote it: a Python number (numpy's repr names its type), whole ones as ints."""
-    value = value.item() if hasattr(value, "item") else value
-    return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 def _steps(steps: pd.Series, values: pd.Series | None = None) -> str:

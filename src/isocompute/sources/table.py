@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from isocompute.errors import plain
 from isocompute.files import missing_columns, read_table
 from isocompute.fits.table_fit import InputError
 from isocompute.sources.runs import SETTINGS, RunLog
@@ -49,10 +50,10 @@ def read_long_tables(paths: list[Path], columns: dict[str, str]) -> list[RunLog]
                 if len(values) > 1:
                     raise InputError(
                         f"{path}: run {run!r} has several values of {key!r}: "
-                        f"{sorted(v.item() for v in values)}"
+                        f"{plain(sorted(values))}"
                     )
                 if len(values):
-                    config[key] = values[0].item() if hasattr(values[0], "item") else values[0]
+                    config[key] = plain(values[0])
             history = rows.drop(columns=["run", *(key for key in SETTINGS if key in rows.columns)])
             logs.append(RunLog(str(run), history.reset_index(drop=True), config, str(path)))
     return logs
