@@ -163,22 +163,19 @@ def test_fit_and_recommend_read_a_source_directly(tmp_path: Path, capsys: pytest
     assert advice["compute"] == 1e6 and advice["metric"] == METRIC and advice["b_problem"] == B_PROBLEM
 
 
-def test_replay_reads_a_source_before_its_counts(panel: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """replay takes the source flags too (its per-problem counts still come from --counts)."""
-    code = main(["replay", str(panel / "panel.csv"), "--metric", METRIC, "--map", str(panel / "runs.csv"),
-                 "--counts", str(panel / "counts.parquet"), "--out", str(panel / "replay.json")])  # fmt: skip
-    err = capsys.readouterr().err
-    assert code == 2 and "run 'sweep-8': n 8, b_problem 32, seed 0" in err and "counts.parquet: no such file" in err
+def write_event_files(sweep: pd.DataFrame, folder: Path) -> None:
+    """Each run's metric written by torch's TensorBoard writer, a folder per run."""
+    from torch.utils.tensorboard import SummaryWriter
+
+    for run, rows in sweep.groupby("run"):
+        with SummaryWriter(str(folder / run)) as writer:
+            for _, row in rows.iterrows():
+                writer.add_scalar(METRIC, row[METRIC], int(row["step"]))
 
 
 def test_tensorboard_files_of_torch_summary_writer(tmp_path: Path) -> None:
-    from torch.utils.tensorboard import SummaryWriter
-
     sweep = known_sweep()
-    for run, rows in sweep.groupby("run"):
-        with SummaryWriter(str(tmp_path / "tb" / run)) as writer:
-            for _, row in rows.iterrows():
-                writer.add_scalar(METRIC, row[METRIC], int(row["step"]))
+    write_event_files(sweep, tmp_path / "tb")
     (tmp_path / "runs.csv").write_text(RUN_MAP.replace("sweep-128,128,32,0\n", ""))
     imported = import_source([str(tmp_path / "tb")], metrics=[METRIC], run_map=str(tmp_path / "runs.csv"))
     assert imported.skipped == ["sweep-128"]
@@ -186,35 +183,89 @@ def test_tensorboard_files_of_torch_summary_writer(tmp_path: Path) -> None:
     want = expected(sweep[sweep["n"] < 128]).assign(
         compute_tokens=lambda t: t["compute_rollouts"].astype(float)
     )
-    pd.testing.assert_frame_equal(
-        imported.table, want, check_dtype=False, atol=1e-6
-    )  # TensorBoard keeps float32
+    # TensorBoard keeps float32.
+    pd.testing.assert_frame_equal(imported.table, want, check_dtype=False, atol=1e-6)
+
+
+MLFLOW_METRIC = "val_acc"  # MLflow refuses '@' in a metric's name
+
+
+def write_mlflow_store(sweep: pd.DataFrame, uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each run logged by the mlflow client to a folder store, with OpenRLHF's settings as its params."""
+    mlflow = pytest.importorskip("mlflow")
+    with monkeypatch.context() as patched:
+        patched.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+        patched.setenv("MLFLOW_TRACKING_URI", uri)  # not mlflow.set_tracking_uri: it would outlive the test
+        for run, rows in sweep.groupby("run"):
+            with mlflow.start_run(run_name=run):
+                n = int(rows["n"].iloc[0])
+                mlflow.log_params({"n_samples_per_prompt": n, "rollout_batch_size": B_PROBLEM, "seed": 0})
+                for _, row in rows.iterrows():
+                    mlflow.log_metric(MLFLOW_METRIC, row[METRIC], step=int(row["step"]))
 
 
 def test_an_mlflow_store_of_the_mlflow_client_by_its_tracking_uri(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    mlflow = pytest.importorskip("mlflow")
-    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
-    uri = (tmp_path / "mlruns").as_uri()
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)  # not mlflow.set_tracking_uri: it would outlive the test
     sweep = known_sweep()
-    for run, rows in sweep.groupby("run"):
-        with mlflow.start_run(run_name=run):
-            mlflow.log_params(
-                {"n_samples_per_prompt": int(rows["n"].iloc[0]), "rollout_batch_size": B_PROBLEM, "seed": 0}
-            )
-            for _, row in rows.iterrows():
-                mlflow.log_metric(
-                    "val_acc", row[METRIC], step=int(row["step"])
-                )  # MLflow refuses '@' in a name
-    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE")  # the reader sets it itself
-    imported = import_source([uri], metrics=["val_acc"])
+    uri = (tmp_path / "mlruns").as_uri()
+    write_mlflow_store(sweep, uri, monkeypatch)
+    imported = import_source([uri], metrics=[MLFLOW_METRIC])  # the reader allows the folder store itself
     assert imported.settings["sweep-8"].origin == {
         key: "config (OpenRLHF)" for key in ("n", "b_problem", "seed")
     }
     want = expected(sweep).assign(compute_tokens=lambda t: t["compute_rollouts"].astype(float))
-    pd.testing.assert_frame_equal(imported.table, want.rename(columns={METRIC: "val_acc"}), check_dtype=False)
+    pd.testing.assert_frame_equal(
+        imported.table, want.rename(columns={METRIC: MLFLOW_METRIC}), check_dtype=False
+    )
+
+
+@pytest.mark.parametrize("kind", ["wandb-csv", "wandb-history", "tensorboard", "mlflow"])
+def test_each_source_is_fitted_and_plotted_from_one_command(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sweep = known_sweep()
+    (tmp_path / "runs.csv").write_text(RUN_MAP)
+    source = {
+        "wandb-csv": lambda: write_panel_export(sweep, tmp_path / "source"),
+        "wandb-history": lambda: write_wandb_histories(sweep, tmp_path / "source"),
+        "tensorboard": lambda: write_event_files(sweep, tmp_path / "source"),
+        "mlflow": lambda: write_mlflow_store(sweep, (tmp_path / "source").as_uri(), monkeypatch),
+    }
+    source[kind]()
+    metric = MLFLOW_METRIC if kind == "mlflow" else METRIC
+    flags = [
+        "--format",
+        kind,
+        "--metric",
+        metric,
+        *(["--map", str(tmp_path / "runs.csv")] if kind != "wandb-history" else []),
+    ]
+    assert (
+        main(
+            [
+                "fit",
+                str(tmp_path / "source"),
+                *flags,
+                "--bootstrap",
+                "5",
+                "--out",
+                str(tmp_path / "fits.json"),
+            ]
+        )
+        == 0
+    )
+    fits = json.loads((tmp_path / "fits.json").read_text())
+    assert {c["key"]["n"] for c in fits["fits"][metric]["compute_rollouts"]["curves"]} == set(CURVES)
+    assert main(["plot", str(tmp_path / "fits.json"), "--out", str(tmp_path / "figures")]) == 0
+    assert {"fig05_frontier.png", "fig06_nstar.png"} <= {
+        path.name for path in (tmp_path / "figures").iterdir()
+    }
+    out = tmp_path / "replay.json"
+    assert main(["replay", str(tmp_path / "source"), *flags, "--bootstrap", "3", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["rollouts_full_grid"] == sum(
+        sweep.groupby("run")["compute_rollouts"].max()
+    )
 
 
 def test_a_real_grpo_run_logged_by_trl_imports_as_its_training_table(
