@@ -6,6 +6,7 @@ import re
 from isocompute.adaptive import rungs
 from isocompute.figures import registry as figure_registry
 from isocompute.fits import data_ablation as data_ablation_fits
+from isocompute.fits import study_fit
 from isocompute.pipeline import config as study_config
 from isocompute.pipeline import inputs
 from isocompute.study import recipe_ablations, studies, upgrades

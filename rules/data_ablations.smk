@@ -23,6 +23,7 @@ rule fit_train_metrics:
         "../envs/isocompute.yaml"
     params:
         study=study_of,
+        method=study_fit.METHOD,
         fits=config["fits"],
         window=config["data_ablations"]["train_reward_window"],
     script:

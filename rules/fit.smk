@@ -24,6 +24,7 @@ rule fit_study:
         "../envs/isocompute.yaml"
     params:
         study=study_of,
+        method=study_fit.METHOD,
         fits=config["fits"],
         k=config["evaluation"]["k"],
         learning_rate=study_lr,
@@ -45,6 +46,7 @@ rule fit_study_on:
         "../envs/isocompute.yaml"
     params:
         study=study_of,
+        method=study_fit.METHOD,
         fits=config["fits"],
         k=config["evaluation"]["k"],
         learning_rate=study_lr,

@@ -203,7 +203,8 @@ def frontier_panel(ax: plt.Axes, fit: Mapping[str, Any], base_reward: float | No
 
 def _leader_marks(ax: plt.Axes, fit: Mapping[str, Any], column: str) -> None:
     """On the frontier, at each compute point where x* is read: a filled dot where one value leads, a hollow
-    one where several lead (labelled with them), a cross where the point is no evidence."""
+    one where several lead (labelled with them), a cross where the point is no evidence, a triangle where a
+    run measured elsewhere only (it ended below, or began above) may lead: a censored candidate."""
     rows = fit["optimum_points"]
     if not rows or "leaders" not in rows[0]:
         return
@@ -212,7 +213,9 @@ def _leader_marks(ax: plt.Axes, fit: Mapping[str, Any], column: str) -> None:
     for row in rows:
         lead = _column_of(row, "leaders", column) or [row[column]]
         status = _column_of(row, "status", column)
-        if status != "material":
+        if status == "censored":
+            kind, style = "no evidence: a run that ended (or began) elsewhere may lead", {"marker": "^", "color": "grey"}
+        elif status != "material":
             kind, style = "no evidence (every value leads, or one curve measured)", {"marker": "x", "color": "black"}
         elif len(lead) > 1:
             kind, style = "several values lead" + (" (labelled)" if labelled else ""), {"facecolors": "none", "edgecolors": "black"}

@@ -23,8 +23,10 @@ The verdict (`judge_law`) reads only material points, in this order:
 3. no two material points whose (simultaneous) leader sets are disjoint *in* the law's direction, or a change of the
    law across the material range (in doublings of x*) whose 95 % interval reaches below half a doubling
    (on a grid of doublings, less is no change): `not_resolved`;
-4. fewer than `RESOLVED_SHARE` of the replicas' laws pass within a factor 2 of the leader set at every
-   material point (up to a shift of half the points' spacing there, which the points cannot resolve): `noise`.
+4. fewer than `RESOLVED_SHARE` of the replicas' laws pass within a factor 2 of the band (the sets that hold
+   at every point at once) at every material point and of the point by point leader set over
+   `AGREEMENT_SHARE` of the material points' decades (up to a shift of half the points' spacing there, which
+   the points cannot resolve): `noise`. Both parts are judged so that more points do not make them harder.
 
 A law that passes is reported (`ok`), and says what it does not identify instead of being refused:
 `plateau_not_reached` where the law is still moving by more than half a doubling at an end of the material

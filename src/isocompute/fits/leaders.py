@@ -21,17 +21,18 @@ where a censored curve (a run that ended below it, or began above it: `isocomput
 says nothing either, since what the run would have done there was not measured. None of these is evidence
 for or against a law: the law is fitted to, and judged on, the *material* points only (`isocompute.fits.law`).
 
-The replicas' part holds for every curve, pair and compute point at once. Each comparison is one of dozens
-(every curve against every other, at every point), and a test that holds at 80 % per comparison finds a
-spurious margin somewhere on most tables: denser evaluation would make a flat truth look less flat. So the
-margins get simultaneous lower bounds from the bootstrap's max statistic (`simultaneous_quantile`): the
-difference of every pair of curves at every point, studentized by its spread over the replicas, and the
-quantile `FAMILY_LEVEL` of the largest excursion over all of them together. A curve is behind where some
-measured curve beats it by more than the tolerance at that bound; with probability `FAMILY_LEVEL` every
-leader set then holds the best value at every point at once, so two sets apart against a monotone truth, or
-a curve put behind on a flat one, happen in at most 1 - `FAMILY_LEVEL` of studies, however densely they are
-evaluated (correlated points barely raise the quantile). Without replicas (`bootstrap: 0`, the held-out
-check's truncated fit) a margin is material when it exceeds the tolerance and, near the anchor, the noise.
+Each point's leaders are read point by point: they are what the law is fitted through. But a verdict
+compares dozens of margins (every curve at every point) and pairs of points, and a rule that holds at
+`RESOLVED_SHARE` per comparison finds a spurious margin somewhere on most tables (the bootstrap, centred on
+the data, reproduces it): denser evaluation would make a flat truth look less flat. So each point also gets
+its *band* (`leading(..., simultaneous=True)`, `simultaneous_behind`): the values the data cannot place
+behind at every point at once, from the bootstrap's max statistic of the margins taken step-down. With
+probability `FAMILY_LEVEL` every band holds the best value at every point together, so two bands apart
+against a monotone truth happen in at most 1 - `FAMILY_LEVEL` of studies, however densely they are
+evaluated (neighbouring points' margins move together, so more points barely raise the quantile). The
+verdict claims a reversal, and checks the replicas' laws, on the bands (`isocompute.fits.law`). Without
+replicas (`bootstrap: 0`, the held-out check's truncated fit) a margin is material when it exceeds the
+tolerance and, near the anchor, the noise.
 """
 
 from __future__ import annotations
