@@ -65,19 +65,41 @@ def write_table(table: pd.DataFrame, path: str | Path) -> None:
     write_atomically(path, lambda partial: table.to_parquet(partial, index=False))
 
 
+# A user's table by its suffix (anything else is CSV): trackers' exports come as any of them.
+TABLE_KINDS = {".parquet": "parquet", ".jsonl": "JSON lines", ".json": "JSON lines", ".csv": "CSV"}
+
+
+def table_kind(path: str | Path) -> str:
+    """How `read_table` reads `path`: parquet, JSON lines or CSV."""
+    return TABLE_KINDS.get(Path(path).suffix, "CSV")
+
+
 def read_table(path: str | Path) -> pd.DataFrame:
-    """A table a user hands a command: CSV or parquet by its suffix. A missing, empty or unreadable file is
-    named (pandas' own messages, such as "No columns to parse from file", do not say which file)."""
+    """A table a user hands a command: CSV, parquet or JSON lines by its suffix. A missing, empty or
+    unreadable file is named (pandas' own messages, such as "No columns to parse from file", do not say
+    which file)."""
     if not Path(path).exists():
         raise FileNotFoundError(f"{path}: no such file")
     if Path(path).stat().st_size == 0:
         raise ValueError(f"{path}: the file is empty")
-    parquet = str(path).endswith(".parquet")
+    kind = table_kind(path)
     try:
-        return pd.read_parquet(path) if parquet else pd.read_csv(path)
+        if kind == "parquet":
+            return pd.read_parquet(path)
+        return pd.read_json(path, lines=True) if kind == "JSON lines" else pd.read_csv(path)
     except Exception as error:  # noqa: BLE001 - each reader has its own errors; the message is what matters
-        kind = "parquet" if parquet else "CSV"
         raise ValueError(f"{path}: not a readable {kind} file (truncated or damaged?): {error}") from None
+
+
+def write_user_table(table: pd.DataFrame, path: str | Path) -> None:
+    """A table for a user, by its suffix as `read_table` reads it, written atomically."""
+    kind = table_kind(path)
+    if kind == "parquet":
+        write_table(table, path)
+    elif kind == "JSON lines":
+        write_atomically(path, lambda partial: table.to_json(partial, orient="records", lines=True))
+    else:
+        write_atomically(path, lambda partial: table.to_csv(partial, index=False))
 
 
 def missing_columns(needed: Sequence[str], present: Sequence[str]) -> str | None:

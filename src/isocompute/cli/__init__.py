@@ -1,6 +1,7 @@
 """The `isocompute` command: the analysis outside the pipeline, one module per command, on top of the library
 (no library module imports this package).
 
+    isocompute import SOURCE... --metric NAME --out EVALS.csv   (W&B, TensorBoard, MLflow, TRL: docs/reference/sources.md)
     isocompute fit EVALS --metric avg@4 --by n --compute rollouts --out FITS.json
     isocompute recommend FITS.json --compute 1e6
     isocompute compare RESULTS_DIR RESULTS_DIR ... --out DIR
@@ -9,7 +10,8 @@
 
 EVALS is a CSV or parquet with at least the columns `run`, `n`, `b_problem`, `step`, `compute_rollouts`,
 `compute_tokens` and the metric (`results/evaluation/evals.csv` is one). FITS.json has the schema of the
-pipeline's `results/fits/<set>/<study>/fits.json` (docs/reference/fits.md, "Fits JSON").
+pipeline's `results/fits/<set>/<study>/fits.json` (docs/reference/fits.md, "Fits JSON"). `fit`, `replay` and
+`recommend` take a source in place of EVALS (or FITS.json) with import's flags.
 """
 
 from __future__ import annotations
@@ -18,11 +20,24 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from isocompute.cli import compare, fit, noise, plan, plot, probe, recommend, replay, simulate, status, thin
+from isocompute.cli import (
+    compare,
+    fit,
+    import_,
+    noise,
+    plan,
+    plot,
+    probe,
+    recommend,
+    replay,
+    simulate,
+    status,
+    thin,
+)
 from isocompute.errors import IsoComputeError
 
 # Each command's module adds its parser and sets `run`; the order is the order `--help` lists them in.
-COMMANDS = (fit, recommend, replay, plot, plan, status, probe, noise, thin, compare, simulate)
+COMMANDS = (import_, fit, recommend, replay, plot, plan, status, probe, noise, thin, compare, simulate)
 
 
 def parser() -> argparse.ArgumentParser:

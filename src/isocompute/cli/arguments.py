@@ -1,10 +1,17 @@
-"""Arguments several commands share: the workflow they load (named as snakemake's own options name it), and
-how a command that samples from a saved model samples and checks."""
+"""Arguments several commands share: the workflow they load (named as snakemake's own options name it), how
+a command that samples from a saved model samples and checks, and how a command reads a sweep's own logs."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
+import pandas as pd
+
+from isocompute.fits.table_fit import InputError
+from isocompute.sources import FORMATS, detect, import_source
+from isocompute.sources.table import column_map
 from isocompute.study.specs import SamplingSpec
 
 
@@ -37,3 +44,30 @@ def add_sampling_arguments(sub: argparse.ArgumentParser) -> None:
 def sampling_of(args: argparse.Namespace) -> SamplingSpec:
     """The sampler's settings that `add_sampling_arguments` added."""
     return SamplingSpec(args.temperature, args.top_p, args.max_new_tokens, args.chat_template)
+
+
+def add_source_arguments(sub: argparse.ArgumentParser) -> None:
+    """How a command reads a sweep's own logs in place of an evaluation table (`isocompute.sources`)."""
+    sub.add_argument("--format", choices=FORMATS, help="the source's format, where it is not detected")
+    sub.add_argument("--map", dest="run_map", metavar="RUNS.csv", help="each run's n, b_problem and optional seed "
+                     "(columns run, n, b_problem, seed); runs it leaves out are skipped")  # fmt: skip
+    sub.add_argument("--name-pattern", metavar="REGEX", help="n, b_problem, seed from run names: named groups, "
+                     "as in 'bp(?P<b_problem>\\d+)_n(?P<n>\\d+)'")  # fmt: skip
+    sub.add_argument("--columns", metavar="run=COL,step=COL", help="the columns of a --format table source")
+
+
+def source_table(path: str, args: argparse.Namespace, metrics: list[str]) -> pd.DataFrame | None:
+    """The evaluation table of a command's positional `path` read as a source (its mapping printed to
+    stderr, where it stays apart from the command's own output), or None where `path` is a table file that
+    is no tracker's log: the command reads it as an evaluation table, as it always has."""
+    flags = (args.format, args.run_map, args.name_pattern, args.columns)
+    if all(flag is None for flag in flags) and Path(path).is_file():
+        try:
+            kind = detect(path)
+        except InputError:
+            return None  # no log of a tracker: the evaluation table's reader says what it lacks
+        if kind == "table":
+            return None
+    imported = import_source([path], args.format, metrics, args.run_map, args.name_pattern, column_map(args.columns))
+    print("\n".join(imported.mapping()), file=sys.stderr)
+    return imported.table

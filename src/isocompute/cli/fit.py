@@ -1,4 +1,5 @@
-"""`isocompute fit EVALS`: per-curve sigmoids, the frontier and the law of n*, from any evaluation table."""
+"""`isocompute fit EVALS`: per-curve sigmoids, the frontier and the law of n*, from any evaluation table or a
+sweep's own logs."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import dataclasses
 import json
 
+from isocompute.cli.arguments import add_source_arguments, source_table
 from isocompute.files import write_json
 from isocompute.fits.leaders import DEFAULT_TOLERANCE
 from isocompute.fits.table_fit import COMPUTE, TableFit, fit_table
@@ -14,7 +16,7 @@ from isocompute.study.grid import LR_RULES
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
     fit = commands.add_parser("fit", help="fit per-curve sigmoids, the frontier and the optimum's sigmoid")
-    fit.add_argument("evals", help="evaluation table (CSV or parquet)")
+    fit.add_argument("evals", help="evaluation table (CSV or parquet), or a source to import (isocompute import)")
     fit.add_argument("--metric", default="avg@4")
     fit.add_argument("--by", default="n", help="curve key: n, or b_problem,n")
     fit.add_argument("--compute", choices=sorted(COMPUTE), default="rollouts")
@@ -41,12 +43,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     fit.add_argument("--lr-base", type=float, default=1e-6, help="for recommend: lr at --lr-batch-ref")
     fit.add_argument("--lr-batch-ref", type=int, default=1024)
     fit.add_argument("--lr-rule", choices=sorted(LR_RULES), default="sqrt", help="for recommend: lr_base * f(B / B_ref)")
+    add_source_arguments(fit)
     fit.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> None:
     job = TableFit(**{field.name: getattr(args, field.name) for field in dataclasses.fields(TableFit)})
-    result = fit_table(job)
+    result = fit_table(job, source_table(args.evals, args, [args.metric]))
     write_json(result, args.out)
     optimum = result["fits"][args.metric][COMPUTE[args.compute]]["optimum"]
     print(json.dumps({column: {k: v for k, v in fit.items() if k != "samples"} for column, fit in optimum.items()}, indent=2))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from isocompute.adaptive.rungs import RULES
+from isocompute.cli.arguments import add_source_arguments, source_table
 from isocompute.files import write_json
 from isocompute.fits.curves import FitOptions
 from isocompute.fits.table_fit import InputError, read_base_counts, read_counts, read_evals
@@ -33,6 +34,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     replay.add_argument("--rules", default=",".join(RULES), help=f"the plain rule's parts to apply, comma-separated "
                         f"(default: all of {','.join(RULES)}; the workflow applies all): replay with fewer to see what each saves")
     replay.add_argument("--holdout-decades", type=float, default=0.5, help="top compute held out to check the kept data's law")
+    add_source_arguments(replay)
     replay.set_defaults(run=run)
 
 
@@ -42,7 +44,7 @@ def replayed(args: argparse.Namespace) -> dict:
     from isocompute.adaptive.prior import load_prior
     from isocompute.adaptive.rungs import AdaptiveSettings
 
-    evals = read_evals(args.evals, args.metric, ("n",), "compute_rollouts")
+    evals = read_evals(args.evals, args.metric, ("n",), "compute_rollouts", source_table(args.evals, args, [args.metric]))
     if args.base_counts and not args.counts:
         raise InputError(
             f"--base-counts {args.base_counts}: its counts are resampled with --counts: give both"

@@ -360,6 +360,7 @@ def judge_law(
                        f"{evidence['why']} (within the tolerance or what the data resolve)"),  # fmt: skip
             **common,
         )
+    held = _select(band if band is not None else point, keep)
     shared = shared_leaders(material)
     if shared:
         return LawVerdict(
@@ -381,7 +382,6 @@ def judge_law(
             **common,
         )
     theirs = [_select(r, keep) for r in replicas]
-    held = _select(band if band is not None else point, keep)
     made = [r for r in replica_laws if isinstance(r, OptimumFit)]
     ends = np.log10([at.min(), at.max()])
     central = optimum_curve(ends, law.L, law.k, law.log10_c0, law.b)

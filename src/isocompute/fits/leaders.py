@@ -221,3 +221,17 @@ def _censored_reason(column: str, value: int, measured_range: tuple[float, float
     if measured_range is None:
         return f"{column} = {value} was not measured here and may lead"
     return f"{column} = {value}, measured only from C = {measured_range[0]:.3g} to {measured_range[1]:.3g}, may lead here"
+
+
+def resolved_at_once(point: ColumnLeaders, band: ColumnLeaders) -> ColumnLeaders:
+    """The point by point leaders where the band resolves something (its status is material), and the band's
+    own row (its leaders, status and reason) where it does not: a point whose band holds every value, a
+    single one or a censored run is no evidence, whatever margin the point by point reading finds there.
+    Without this a per-comparison margin at the low-compute end, where every curve sits at the anchor and the
+    sigmoids' shapes decide, enters the law as a move of x*."""
+    keep = [b != MATERIAL for b in band.status]
+    pick = lambda ours, theirs: [t if k else o for o, t, k in zip(ours, theirs, keep)]  # noqa: E731
+    return ColumnLeaders(
+        point.values, pick(point.leaders, band.leaders), np.where(keep, band.low, point.low),
+        np.where(keep, band.high, point.high), pick(point.status, band.status), pick(point.reasons, band.reasons),
+    )  # fmt: skip

@@ -24,7 +24,7 @@ from isocompute.fits.forms import FitFailure, OptimumFit, RewardFit, fit_to_json
 from isocompute.fits.frontier import SAME_COMPUTE_DECADES, Curve, distinct_computes
 from isocompute.fits.holdout import holdout_check
 from isocompute.fits.law import LawVerdict, fit_leaders, judge_law
-from isocompute.fits.leaders import CENSORED, ColumnLeaders, column_leaders, leading, replica_leading
+from isocompute.fits.leaders import CENSORED, ColumnLeaders, column_leaders, leading, replica_leading, resolved_at_once
 
 # What the fits compute, named where the pipeline's fit rules take it as a param: library modules are not
 # among Snakemake's rerun triggers, so a change of the fits' math renames it and every fit job (and what reads
@@ -82,6 +82,8 @@ def fit_study(
         {column: column_leaders(point.keys, point.rewards, sets[kind], i, column, censored, rewards.ranges) for i, column in enumerate(by)}
         for kind in ("leaders", "band")
     )
+    if fitted:
+        leaders = {column: resolved_at_once(leaders[column], band[column]) for column in by}
     theirs = {
         column: [
             _censored_as(column_leaders(point.keys, r, replica_leading(r, options.tolerance), i, column), leaders[column])

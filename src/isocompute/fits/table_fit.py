@@ -97,12 +97,14 @@ def _shown(value: Any) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
-def read_columns(path: str, columns: list[str]) -> pd.DataFrame:
-    """The table at `path` with at least one row, refused with the missing columns named."""
-    try:
-        table = read_table(path)
-    except (FileNotFoundError, ValueError) as error:
-        raise InputError(str(error)) from None
+def read_columns(path: str, columns: list[str], table: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The table at `path` with at least one row, refused with the missing columns named; `table`, where
+    given, is that table already read (a source `isocompute import` read), named `path` in messages."""
+    if table is None:
+        try:
+            table = read_table(path)
+        except (FileNotFoundError, ValueError) as error:
+            raise InputError(str(error)) from None
     missing = missing_columns(columns, list(table.columns))
     if missing:
         raise InputError(f"{path}: {missing}; it has {[str(c) for c in table.columns]}")
@@ -119,25 +121,32 @@ def _present(table: pd.DataFrame, path: str, column: str) -> pd.Series:
     return table[column]
 
 
-def _checked(table: pd.DataFrame, path: str, column: str, values: Values) -> pd.Series:
-    """The column as numbers, refused where a value is not a number, is missing or infinite, lies outside
-    [low, high] or is not a whole number where one is needed."""
-    raw = _present(table, path, column)
+def value_problems(raw: pd.Series, values: Values) -> tuple[pd.Series, list[tuple[pd.Series, str]]]:
+    """`raw` as numbers, and each way a value can break `values` (which values break it, and what they
+    break), so that every reader of a table, a file's rows or a tracked run's steps, says the same of the
+    same bad value."""
     numbers = pd.to_numeric(raw, errors="coerce")
     allowed = f"lie in [{values.low:g}, {values.high:g}]" if np.isfinite(values.high) else f"be at least {values.low:g}"
-    problems = [
+    return numbers, [
         (numbers.isna(), "holds non-numeric values"),
         (np.isinf(numbers), "holds infinite values"),
         ((numbers < values.low) | (numbers > values.high), f"must {allowed} ({values.why})"),
         ((numbers % 1 != 0) if values.integer else pd.Series(False, index=raw.index), "must hold whole numbers"),
     ]
+
+
+def _checked(table: pd.DataFrame, path: str, column: str, values: Values) -> pd.Series:
+    """The column as numbers, refused where a value is not a number, is missing or infinite, lies outside
+    [low, high] or is not a whole number where one is needed."""
+    raw = _present(table, path, column)
+    numbers, problems = value_problems(raw, values)
     for bad, problem in problems:
         if bad.any():
             raise InputError(f"{path}: column {column!r} {problem} at {_rows(raw.index[bad], raw)}")
     return numbers
 
 
-def _without_duplicates(table: pd.DataFrame, path: str, key: list[str], compared: list[str], what: str) -> pd.DataFrame:
+def without_duplicates(table: pd.DataFrame, path: str, key: list[str], compared: list[str], what: str) -> pd.DataFrame:
     """The table with repeated rows of one `key` dropped where they agree on every `compared` column (an
     export written twice, or overlapping exports concatenated: keeping both would weigh that point twice
     against its other seeds), a warning counting them; refused where they disagree, since nothing in the
@@ -159,13 +168,16 @@ def _without_duplicates(table: pd.DataFrame, path: str, key: list[str], compared
     return table.drop(index=dropped)
 
 
-def read_evals(path: str, metric: str, by: Sequence[str], compute: str) -> pd.DataFrame:
+def read_evals(
+    path: str, metric: str, by: Sequence[str], compute: str, table: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """An evaluation table checked before any fitting: every column the fit reads (the run, its curve key,
     the step, the compute measure and the metric) holds a legal value in every row, one evaluation per
     (run, step) and one curve per run. Rows without a value of the metric are dropped with a warning (a
     log exported from a trainer has a row for every step and the evaluation only at some); every other
-    problem is refused with the file, the column and the rows named."""
-    table = read_columns(path, list(dict.fromkeys([*REQUIRED, *by, metric])))
+    problem is refused with the file, the column and the rows named. `table` is the table at `path` where
+    it is already read (`read_columns`)."""
+    table = read_columns(path, list(dict.fromkeys([*REQUIRED, *by, metric])), table)
     unevaluated = table.index[table[metric].isna()]
     if len(unevaluated) == len(table):
         raise InputError(f"{path}: column {metric!r} has no value in any row")
@@ -175,7 +187,7 @@ def read_evals(path: str, metric: str, by: Sequence[str], compute: str) -> pd.Da
     numeric = {metric: METRIC, "step": STEP, "n": SIZE, "b_problem": SIZE, **{column: SIZE for column in by}}
     if compute != "step":
         numeric[compute] = COMPUTE_SPENT
-    table = _checked_table(table, path, numeric, ["run"])
+    table = checked_table(table, path, numeric, ["run"])
     for column in ("n", "b_problem"):
         several = table.groupby("run")[column].nunique()
         if (several > 1).any():
@@ -185,10 +197,10 @@ def read_evals(path: str, metric: str, by: Sequence[str], compute: str) -> pd.Da
                 f"{path}: run {run!r} has several values of {column!r}, first at {_rows(first.index, table[column])}: "
                 "a run trains one (B_problem, n); name each run apart"
             )
-    return _without_duplicates(table, path, ["run", "step"], list(numeric), "evaluation per run and step").reset_index(drop=True)
+    return without_duplicates(table, path, ["run", "step"], list(numeric), "evaluation per run and step").reset_index(drop=True)
 
 
-def _checked_table(table: pd.DataFrame, path: str, numeric: dict[str, Values], named: list[str]) -> pd.DataFrame:
+def checked_table(table: pd.DataFrame, path: str, numeric: dict[str, Values], named: list[str]) -> pd.DataFrame:
     """The table with its `numeric` columns checked and turned into numbers, its `named` columns (run names,
     problem ids) refused where a value is missing."""
     for column in named:
@@ -207,8 +219,8 @@ def read_counts(path: str, k: int, by: Sequence[str], compute: str) -> pd.DataFr
     keys = {**dict.fromkeys(COMPUTE.values(), COMPUTE_SPENT), "step": STEP, "n": SIZE, "b_problem": SIZE, "seed": SEED}
     keys.update({column: SIZE for column in by})
     numeric = {"n_correct": _correct(k), **{column: keys[column] for column in checkpoint if column in keys}}
-    table = _checked_table(table, path, numeric, ["id", *(column for column in checkpoint if column not in keys)])
-    table = _without_duplicates(table, path, [*checkpoint, "id"], ["n_correct"], "count per checkpoint and problem")
+    table = checked_table(table, path, numeric, ["id", *(column for column in checkpoint if column not in keys)])
+    table = without_duplicates(table, path, [*checkpoint, "id"], ["n_correct"], "count per checkpoint and problem")
     ids = set(table["id"])
     for values, rows in table.groupby(checkpoint, sort=False):
         if len(rows) != len(ids):
@@ -223,8 +235,8 @@ def read_counts(path: str, k: int, by: Sequence[str], compute: str) -> pd.DataFr
 
 def read_base_counts(path: str, k: int, counts: pd.DataFrame) -> pd.DataFrame:
     """The base model's per-problem correct counts, one per problem id, on the problems of `counts`."""
-    table = _checked_table(read_columns(path, ["id", "n_correct"]), path, {"n_correct": _correct(k)}, ["id"])
-    table = _without_duplicates(table, path, ["id"], ["n_correct"], "count per problem")
+    table = checked_table(read_columns(path, ["id", "n_correct"]), path, {"n_correct": _correct(k)}, ["id"])
+    table = without_duplicates(table, path, ["id"], ["n_correct"], "count per problem")
     absent, extra = set(counts["id"]) - set(table["id"]), set(table["id"]) - set(counts["id"])
     if absent or extra:
         raise InputError(
@@ -235,11 +247,12 @@ def read_base_counts(path: str, k: int, counts: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
-def fit_table(job: TableFit) -> dict[str, Any]:
-    """The fits JSON of one study's evaluation table (one B_problem unless curves are keyed by it)."""
+def fit_table(job: TableFit, table: pd.DataFrame | None = None) -> dict[str, Any]:
+    """The fits JSON of one study's evaluation table (one B_problem unless curves are keyed by it); `table`
+    is the table `job.evals` names where it is already read (a source `isocompute import` read)."""
     by = job.by.split(",")
     compute = COMPUTE[job.compute]
-    evals = read_evals(job.evals, job.metric, by, compute)
+    evals = read_evals(job.evals, job.metric, by, compute, table)
     settings = [c for c in RUN_SETTINGS if c in evals.columns]
     if settings and len(evals[settings].drop_duplicates()) > 1:
         raise InputError(f"{job.evals} mixes runs of several recipes or learning rates ({RUN_SETTINGS}): keep one")
