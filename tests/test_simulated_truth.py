@@ -60,21 +60,24 @@ def means(rows: list[tuple[int, float, float, float]]) -> pd.DataFrame:
 def test_ties_within_the_tolerance_or_the_noise_and_material_moves_only() -> None:
     table = true_optimum(
         means([
-            (2, 1e3, 0.500, 0.0005), (8, 1e3, 0.497, 0.0005),  # 0.003 apart: within the tolerance, a tie
+            (2, 1e3, 0.500, 0.0005), (8, 1e3, 0.490, 0.0005),  # 2 ahead by 0.01: no tie
             (2, 1e4, 0.600, 0.0040), (8, 1e4, 0.608, 0.0040),  # 0.008 apart but within 2 SE (0.011): a tie
             (2, 1e5, 0.700, 0.0005), (8, 1e5, 0.720, 0.0005), (64, 1e5, 0.690, 0.0005),  # 8 beats 2: a move
-            (8, 1e6, 0.800, 0.0005), (64, 1e6, 0.804, 0.0005),  # 64 ahead by less than the tolerance: no move
+            (8, 1e6, 0.800, 0.0005), (64, 1e6, 0.804, 0.0005),  # within the tolerance: 8 may still be n*
             (64, 1.02e6, 0.9, 0.0005),  # n = 64 a step later, same point: the nearer one stands
+            (128, 3e6, 0.95, 0.0005),  # only n = 128 measured here: no evidence about the held n = 8
+            (8, 1e7, 0.85, 0.0005), (64, 1e7, 0.80, 0.0005), (128, 1e7, 0.96, 0.0005),
         ]),
         tolerance=0.005,
     )  # fmt: skip
-    assert list(table["n_star"]) == [2, 8, 8, 64]
-    assert list(table["tie"]) == [True, True, False, True]
-    assert table["ties"][1] == [2, 8] and table["ties"][2] == [8]
-    assert list(table["move"]) == ["", "", "2 -> 8", ""] and list(table["held"]) == [2, 2, 8, 8]
+    assert list(table["n_star"]) == [2, 8, 8, 64, 128, 128]
+    assert list(table["tie"]) == [False, True, False, True, False, False]
+    assert table["ties"][1] == [2, 8] and table["ties"][3] == [8, 64]
+    assert list(table["move"]) == ["", "", "[2] -> [8]", "", "", "[8] -> [128]"]
+    assert [list(h) for h in table["held"]] == [[2], [2], [8], [8], [8], [128]]
     assert table["candidates"][3] == [8, 64]  # n = 2 was not measured there: no candidate
     assert table["margin"][2] == pytest.approx(0.02)
-    assert table["move_size"][2] == pytest.approx(0.02)
+    assert table["move_size"][2] == pytest.approx(0.02) and table["move_size"][5] == pytest.approx(0.11)
     assert table["move_sd"][2] == pytest.approx(np.hypot(0.001, 0.001))
 
 

@@ -142,16 +142,19 @@ def true_optimum(means: pd.DataFrame, tolerance: float) -> pd.DataFrame:
 
     An n is a candidate only where it was measured (at its checkpoint nearest the point). The tie set holds
     every candidate within the tolerance, or within `NOISE_SE` standard errors of the difference, of the
-    best: more than one n there is a tie. n*
-    moves materially where the point's best beats the held n* (the first point's best, then each move's) by
-    more than the tolerance and by more than the noise; `move` names it as "held -> best", `move_size` is
-    that gap and `move_sd` the per-seed sd of the difference (what a study of few seeds must see it through).
+    best: more than one n there is a tie, and any of them may be n*. So n* is constant over a range of
+    points exactly where some n is in every tie set there; the *held* set is the n that have been since the
+    last move (the first point's tie set, narrowed point by point). n* moves materially where every held n
+    measured there is behind the best by more than the tolerance and the noise: the held set becomes the
+    point's tie set. `move` names both sets, `move_size` is the best's smallest margin over a held n and
+    `move_sd` the per-seed sd of that difference (what a study of few seeds must see the move through). A
+    point where no held n was measured says nothing about a move.
     """
     points = distinct_computes(means["compute"])
     nearest = np.abs(np.log10(means["compute"].to_numpy()[:, None] / points[None, :])).argmin(axis=1)
     means = means.assign(point=nearest)
     rows: list[dict[str, Any]] = []
-    held: int | None = None
+    held: set[int] = set()
     for index, compute in enumerate(points):
         here = means[means["point"] == index]
         # a run whose last step overshoots compute_max also saves the step before: one value per n, the nearer
@@ -160,20 +163,24 @@ def true_optimum(means: pd.DataFrame, tolerance: float) -> pd.DataFrame:
         best = int(here["mean"].idxmax())
         gap = here.loc[best, "mean"] - here["mean"]
         noise = NOISE_SE * np.sqrt(here.loc[best, "se"] ** 2 + here["se"] ** 2)
-        ties = [int(n) for n in here.index if gap[n] <= max(tolerance, noise[n])]
-        others = gap.drop(best)
+        ties = {int(n) for n in here.index if gap[n] <= max(tolerance, noise[n])}
+        measured_held = held & set(here.index)
         move, size, spread = "", float("nan"), float("nan")
-        if held is None:
-            held = best
-        elif held in here.index and best != held and gap[held] > max(tolerance, noise[held]):
-            move, size = f"{held} -> {best}", float(gap[held])
-            spread = float(np.hypot(here.loc[best, "sd"], here.loc[held, "sd"]))
-            held = best
+        if not held:
+            held = ties
+        elif measured_held and not measured_held & ties:
+            closest = min(measured_held, key=lambda n: gap[n])
+            move, size = f"{sorted(held)} -> {sorted(ties)}", float(gap[closest])
+            spread = float(np.hypot(here.loc[best, "sd"], here.loc[closest, "sd"]))
+            held = ties
+        elif measured_held:
+            held = (held & ties) | (held - set(here.index))
+        others = gap.drop(best)
         rows.append({
             "compute": float(compute), "candidates": [int(n) for n in here.index], "n_star": best,
-            "reward": float(here.loc[best, "mean"]), "ties": ties, "tie": len(ties) > 1,
+            "reward": float(here.loc[best, "mean"]), "ties": sorted(ties), "tie": len(ties) > 1,
             "margin": float(others.min()) if len(others) else float("nan"), "se_max": float(here["se"].max()),
-            "held": held, "move": move, "move_size": size, "move_sd": spread,
+            "held": sorted(held), "move": move, "move_size": size, "move_sd": spread,
         })  # fmt: skip
     return pd.DataFrame(rows)
 
