@@ -439,7 +439,6 @@ def _partial(
     """A reported law: identified, or what it leaves open (a plateau beyond the range, a step's slope)."""
     low, high = float(compute.min()), float(compute.max())
     x = np.log10(compute)
-    ends = optimum_curve(np.array([x[0], x[-1]]), law.L, law.k, law.log10_c0, law.b)
     width = 2 * np.log(9) / law.k
     inside = (x > law.log10_c0).argmax() if (x > law.log10_c0).any() else len(x)
     if 0 < inside < len(x) and width < x[inside] - x[inside - 1]:
@@ -452,8 +451,11 @@ def _partial(
             f"slope not identified (the change is sharper than the compute points resolve)",
             step=step, **common,
         )  # fmt: skip
-    open_top = abs(law.b + law.L - ends[1]) > NO_CHANGE
-    open_bottom = abs(ends[0] - law.b) > NO_CHANGE
+    # A plateau is reached where the law sits on it at the two material points at that end: one point on it
+    # is where the law was made to bend, not a level the data show twice.
+    pair = optimum_curve(x[[0, 1, -2, -1]] if len(x) > 1 else x[[0, 0, 0, 0]], law.L, law.k, law.log10_c0, law.b)
+    open_top = bool(np.max(np.abs(law.b + law.L - pair[2:])) > NO_CHANGE)
+    open_bottom = bool(np.max(np.abs(pair[:2] - law.b)) > NO_CHANGE)
     if open_top or open_bottom:
         slopes = np.array([_top_slope(r, high, low) for r in made])
         slope = {"value": _top_slope(law, high, low), "interval": _interval(slopes), "decades": TOP_DECADES,
