@@ -346,9 +346,11 @@ def fit_repetition(scenario: Scenario, seed: int, bootstrap: int = 30, counts: b
     return fit_study(evals, options, replicas=replicas, holdout_decades=0.5, resamples=0 if counts else bootstrap, seed=seed)
 
 
-def recovery(scenario: Scenario, fit: dict, where_moving: bool = False) -> float | None:
+def recovery(scenario: Scenario, fit: dict, where_moving: bool = False, claimed: bool = False) -> float | None:
     """Share of the measured compute points where the fitted law's n* is within a factor 2 of the truth; with
-    `where_moving`, of the points from the last one before the truth first moves to the last one."""
+    `where_moving`, of the points from the last one before the truth first moves to the last one; with
+    `claimed`, of the points the law speaks for: every point for an `identified` law (it extrapolates), the
+    material range for a partial one (a step, a plateau not reached: it predicts only there)."""
     points = pd.DataFrame(fit["optimum_points"])
     law = fit["optimum"]["n"]
     if not law["ok"]:
@@ -358,6 +360,10 @@ def recovery(scenario: Scenario, fit: dict, where_moving: bool = False) -> float
     if where_moving:
         first_move = int(np.flatnonzero(truth != truth[0])[0])
         compute, truth = compute[first_move - 1 :], truth[first_move - 1 :]
+    if claimed and law["identified"] != "identified":
+        material = points.loc[[s["n"] == "material" for s in points["status"]], "compute"]
+        inside = (compute >= material.min()) & (compute <= material.max())
+        compute, truth = compute[inside], truth[inside]
     predicted = 2 ** optimum_curve(np.log10(compute), law["L"], law["k"], law["log10_c0"], law["b"])
     return float(np.mean(np.abs(np.log2(predicted / truth)) <= 1.0))
 

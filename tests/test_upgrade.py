@@ -202,7 +202,8 @@ def result_files(study: Path) -> dict[str, int]:
 
 
 # The jobs that read a study's fits, and the fits themselves: what a release that changes the fits' math
-# (docs/guide/upgrading.md, 2026-12-06: the leaders and `fits.tolerance`) reruns, and nothing else.
+# (docs/guide/upgrading.md, 2026-12-06: the leaders and `fits.tolerance`; censored runs and bands, with the
+# fit rules' `method` param) reruns, and nothing else.
 FITS_AND_READERS = {
     "fit_study", "fit_study_on", "fit_train_metrics", "recommend_allocation", "tabulate_diagnostics",
     "plot_diagnostics", "plot_study_figure", "plot_study_figure_on", "plot_set_figure", "plot_data_figure",

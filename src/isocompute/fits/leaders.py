@@ -224,12 +224,11 @@ def _censored_reason(column: str, value: int, measured_range: tuple[float, float
 
 
 def resolved_at_once(point: ColumnLeaders, band: ColumnLeaders) -> ColumnLeaders:
-    """The point by point leaders where the band resolves something (its status is material), and the band's
-    own row (its leaders, status and reason) where it does not: a point whose band holds every value, a
-    single one or a censored run is no evidence, whatever margin the point by point reading finds there.
+    """The point by point leaders, but the band's own row (its leaders, status and reason) where the band holds
+    every value measured there: such a point is no evidence, whatever margin the point by point reading finds.
     Without this a per-comparison margin at the low-compute end, where every curve sits at the anchor and the
     sigmoids' shapes decide, enters the law as a move of x*."""
-    keep = [b != MATERIAL for b in band.status]
+    keep = [b == ALL_LEAD for b in band.status]
     pick = lambda ours, theirs: [t if k else o for o, t, k in zip(ours, theirs, keep)]  # noqa: E731
     return ColumnLeaders(
         point.values, pick(point.leaders, band.leaders), np.where(keep, band.low, point.low),
