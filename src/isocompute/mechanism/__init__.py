@@ -1,5 +1,5 @@
-"""Why n* moves: the interference probe, the training diagnostics, the simulated policy and its study, and
-GRPO's gradient noise scale.
+"""Why n* moves: the interference probe, the training diagnostics, the simulated policy, its study and its
+known truth, and GRPO's gradient noise scale.
 
 Public names load from their modules on first use (`isocompute.exports`).
 """
@@ -58,6 +58,9 @@ EXPORTS = {
     "make_problems": "simulated_study",
     "run_preset": "simulated_study",
     "simulate": "simulated_study",
+    "train_replicas": "simulated_study",
     "update": "simulated_study",
+    "run_truth": "simulated_truth",
+    "true_optimum": "simulated_truth",
 }
 __getattr__, __dir__ = lazy_exports(__name__, EXPORTS)
