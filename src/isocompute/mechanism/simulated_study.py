@@ -37,6 +37,7 @@ import torch
 import yaml
 
 from isocompute.files import write_atomically, write_json, write_table, write_text
+from isocompute.fits.leaders import DEFAULT_TOLERANCE
 from isocompute.fits.table_fit import TableFit, fit_table
 from isocompute.mechanism.simulated_policy import (
     Channels,
@@ -390,6 +391,12 @@ def fit_levels(config: Mapping[str, Any], workers: int = 1, log: Callable[[str],
     return table
 
 
+def fit_tolerance(config: Mapping[str, Any]) -> float:
+    """The fits' practical tolerance: `fits.tolerance` where a preset sets it, else the fits' default. One
+    definition, so the truth (`simulated_truth`) judges moves with the tolerance the fits use."""
+    return float(config["fits"].get("tolerance", DEFAULT_TOLERANCE))
+
+
 def fit_one(config: Mapping[str, Any], level: str, b_problem: int, sub: str) -> tuple[str, list[dict[str, Any]]]:
     """`isocompute fit` of one level's runs at one B_problem on one evaluation set (`sub`: "" or "on_train/")."""
     root = Path(config["results_root"])
@@ -406,6 +413,7 @@ def fit_one(config: Mapping[str, Any], level: str, b_problem: int, sub: str) -> 
         evals=str(out / "evals.csv"), metric=fits["metric"], counts=str(out / "val_counts.parquet"),
         k=config["evaluation"]["k"], bootstrap=fits["bootstrap"], seed=config["seed"], base_reward=float(base),
         holdout_decades=fits["holdout_decades"], base_counts=None if sub else str(folder / "base_counts.parquet"),
+        tolerance=fit_tolerance(config),
     )  # fmt: skip
     result = fit_table(job)
     write_json(result, out / "fits.json")

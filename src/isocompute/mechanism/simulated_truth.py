@@ -30,12 +30,12 @@ import pandas as pd
 from isocompute.errors import plain
 from isocompute.files import write_atomically, write_text
 from isocompute.fits.frontier import SAME_COMPUTE_DECADES, distinct_computes
-from isocompute.fits.leaders import DEFAULT_TOLERANCE
 from isocompute.mechanism.simulated_policy import SimulationError
 from isocompute.mechanism.simulated_study import (
     ON_TRAIN,
     POLICY,
     exact_metrics,
+    fit_tolerance,
     make_problems,
     train_replicas,
 )
@@ -62,11 +62,6 @@ class Study:
     @property
     def name(self) -> str:
         return f"{self.level} bp{self.b_problem} {self.evaluated_on}"
-
-
-def tolerance(config: Mapping[str, Any]) -> float:
-    """The fits' practical tolerance (`fits.tolerance`, the fits' default where a preset sets none)."""
-    return float(config["fits"].get("tolerance", DEFAULT_TOLERANCE))
 
 
 def studies(config: Mapping[str, Any], levels: Sequence[str]) -> list[Study]:
@@ -224,7 +219,8 @@ def study_truth(config: Mapping[str, Any], study: Study, means: pd.DataFrame) ->
         & (means["b_problem"] == study.b_problem)
         & (means["evaluated_on"] == study.evaluated_on)
     ]
-    table = beside_fit(true_optimum(mine, tolerance(config)), fitted(root, study, config["fits"]["metric"]))
+    truth = true_optimum(mine, fit_tolerance(config))
+    table = beside_fit(truth, fitted(root, study, config["fits"]["metric"]))
     out = root / "truth" / study.level / f"bp{study.b_problem}" / study.sub / "truth.csv"
     write_atomically(out, lambda partial: table.assign(policy=POLICY).to_csv(partial, index=False))
     return table
@@ -283,7 +279,7 @@ def compare(config: Mapping[str, Any], log: Callable[[str], None] = print) -> st
     levels = [level for level in config["interference"] if level in set(seeds["level"])]
     sections = [
         (f"# Simulated truth vs fit: {config['results_root']} ({config['fits']['metric']}, "
-        f"tolerance {tolerance(config)})"),
+        f"tolerance {fit_tolerance(config)})"),
         "",
     ]
     for study in studies(config, levels):
