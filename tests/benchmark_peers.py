@@ -1,6 +1,7 @@
 """The adaptive rule against its peers on known truth: one table, every policy on the same draws.
 
-`python tests/benchmark_peers.py [SEEDS...] [--family NAME]... [--policy NAME]... [--counts yes|no]` replays,
+`python tests/benchmark_peers.py [SEEDS...] [--family NAME]... [--policy NAME]... [--counts yes|no]
+[--peer-min-steps N] [--pruner POLICY:KEY=VALUE]...` replays,
 on each family, with per-problem counts and without (the residual bootstrap), and on each seed, the rule
 (`isocompute`) and its peers (`adaptive.peers`: optuna's successive halving, Hyperband and median pruners,
 and top-k) on the same draw, each accounted and fitted by the replay's one definition
@@ -22,7 +23,8 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -31,6 +33,7 @@ from known_truth import CLOSE, K, Scenario, bias_doublings, draw, recovery
 from prior_truth import BOOTSTRAP, REALISTIC
 
 from isocompute.adaptive.peers import POLICIES, replay_policy
+from isocompute.adaptive.rungs import AdaptiveSettings
 from isocompute.sampling.metrics import summarize_counts
 
 POSITIVE = [
@@ -49,18 +52,43 @@ OUTCOME_SLACK = 0.05
 
 
 def replay_draw(
-    scenario: Scenario, seed: int, counts: bool, policies: Sequence[str]
+    scenario: Scenario,
+    seed: int,
+    counts: bool,
+    policies: Sequence[str],
+    peer_settings: AdaptiveSettings = SETTINGS,
+    pruners: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Every policy's replay of one draw, with its per-problem counts or without (the residual bootstrap)."""
+    """Every policy's replay of one draw, with its per-problem counts or without (the residual bootstrap); the
+    peers with `peer_settings` (the rule's by default) and the optuna pruners' settings in `pruners`."""
     evals, problem_counts, base = draw(scenario, seed)
     base_reward = summarize_counts(base["n_correct"], K)["avg@4"]
     table, base_counts = (problem_counts, base) if counts else (None, None)
     return {
         policy: replay_policy(
-            policy, evals, table, options(base_reward), K, BOOTSTRAP, seed, SETTINGS, base_counts
+            policy,
+            evals,
+            table,
+            options(base_reward),
+            K,
+            BOOTSTRAP,
+            seed,
+            SETTINGS if policy == "isocompute" else peer_settings,
+            base_counts,
+            pruner=(pruners or {}).get(policy),
         )
         for policy in policies
     }
+
+
+def pruner_settings(given: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """`POLICY:KEY=VALUE` options as each optuna pruner's settings (integer values)."""
+    settings: dict[str, dict[str, Any]] = {}
+    for item in given:
+        policy, setting = item.split(":", 1)
+        key, value = setting.split("=", 1)
+        settings.setdefault(policy, {})[key] = int(value)
+    return settings
 
 
 def outcome(name: str, fit: dict[str, Any]) -> tuple[float, bool, float | None]:
@@ -89,13 +117,16 @@ def beats(peer: tuple[float, float], rule: tuple[float, float]) -> str:
 
 
 def main(
-    seeds: Sequence[int], names: Sequence[str], policies: Sequence[str], with_counts: Sequence[bool]
+    seeds: Sequence[int],
+    names: Sequence[str],
+    policies: Sequence[str],
+    with_counts: Sequence[bool],
+    peer_settings: AdaptiveSettings = SETTINGS,
+    pruners: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
     start = time.time()
-    print(
-        f"rung factor {SETTINGS.rung_factor:g}, min_steps {SETTINGS.min_steps}, audit_rungs {SETTINGS.audit_rungs}, "
-        f"bootstrap {BOOTSTRAP}; seeds {list(seeds)}"
-    )
+    print(f"{SETTINGS}, bootstrap {BOOTSTRAP}; seeds {list(seeds)}; peers' min_steps {peer_settings.min_steps}"
+          + (f", pruner settings {dict(pruners)}" if pruners else ""))  # fmt: skip
     print(
         f"{'policy':18} {'family':24} {'counts':>6} {'seed':>4} {'spent':>6}  {'verdict':20} {'recovery':>8} "
         f"{'bias':>12} {'right':>5}  vs the rule"
@@ -104,7 +135,7 @@ def main(
     for name in names:
         for counts in with_counts:
             for seed in seeds:
-                results = replay_draw(FAMILIES[name], seed, counts, policies)
+                results = replay_draw(FAMILIES[name], seed, counts, policies, peer_settings, pruners)
                 scored = {
                     policy: (r["share_of_full_grid"], *outcome(name, r["fits"]))
                     for policy, r in results.items()
@@ -157,8 +188,15 @@ def main(
 
 if __name__ == "__main__":
     # python tests/benchmark_peers.py [SEEDS...] [--family NAME]... [--policy NAME]... [--counts yes|no]
+    #     [--peer-min-steps N] [--pruner POLICY:KEY=VALUE]...
     args = sys.argv[1:]
-    chosen: dict[str, list[str]] = {"--family": [], "--policy": [], "--counts": []}
+    chosen: dict[str, list[str]] = {
+        "--family": [],
+        "--policy": [],
+        "--counts": [],
+        "--peer-min-steps": [],
+        "--pruner": [],
+    }
     while any(a in chosen for a in args):
         at = next(i for i, a in enumerate(args) if a in chosen)
         chosen[args[at]].append(args[at + 1])
@@ -168,4 +206,8 @@ if __name__ == "__main__":
         chosen["--family"] or list(FAMILIES),
         [p for p in POLICIES if not chosen["--policy"] or p in chosen["--policy"]],
         [c == "yes" for c in chosen["--counts"]] or [True, False],
+        replace(SETTINGS, min_steps=int(chosen["--peer-min-steps"][-1]))
+        if chosen["--peer-min-steps"]
+        else SETTINGS,
+        pruner_settings(chosen["--pruner"]),
     )

@@ -16,7 +16,9 @@ bootstrap), so that a share or a law differs only by the policy.
 - `top_k`: the plain rung-based baseline, synchronous: after each rung, of the running arms measured there,
   the top half (rounded up) by the metric at the checkpoint reached run on.
 
-A peer reads only ranks at equal compute; it has no bands, no guards and no audit, and the kept data's law is
+Every policy obeys the replay's `min_steps` (no arm stops before that many optimizer steps), so the rule's
+one guard against deciding on an arm's first noisy points binds the peers too. Beyond it a peer reads only
+ranks at equal compute; it has no bands, no frontier guards and no audit, and the kept data's law is
 fitted exactly as the rule's is, so what a peer's stops cost shows in its verdict and its recovery.
 """
 
@@ -140,7 +142,7 @@ def peer_replay(
     values = evals.groupby(["n", "step"])[options.metric].mean()
     metric = {(int(n), int(step)): float(value) for (n, step), value in values.items()}
     if policy == "top_k":
-        steps, stopped = _top_half(checkpoints, caps, metric)
+        steps, stopped = _top_half(checkpoints, caps, metric, settings.min_steps)
         described: dict[str, Any] = {
             "name": "top_k",
             "keep": "the top half (rounded up) of the arms measured at each rung",
@@ -150,7 +152,7 @@ def peer_replay(
         chosen = {**defaults, **(pruner or {})}
         if policy == "hyperband":
             chosen.setdefault("max_resource", _resources(caps)[-1])
-        steps, stopped = _optuna_sweep(name, chosen, checkpoints, caps, metric, seed)
+        steps, stopped = _optuna_sweep(name, chosen, checkpoints, caps, metric, seed, settings.min_steps)
         described = {"name": f"optuna.pruners.{name}", "settings": chosen, "order": sorted(checkpoints)}
     outcome = kept_outcome(
         evals,
@@ -182,9 +184,11 @@ def _optuna_sweep(
     caps: Sequence[float],
     metric: Mapping[tuple[int, int], float],
     seed: int,
+    min_steps: int,
 ) -> tuple[dict[int, int], dict[int, dict[str, Any]]]:
     """A sequential optuna sweep over the arms with pruner `name`: each arm a trial reporting its metric at each
-    rung it has a checkpoint for, stopped where `should_prune` says so. Returns each arm's step reached and
+    rung it has a checkpoint for, stopped where `should_prune` says so once it has run `min_steps` optimizer
+    steps (the rule's guard, which `isocompute replay --min-steps` sets for every policy). Returns each arm's step reached and
     where the pruned ones stopped. The study's name carries the seed: Hyperband assigns trials to brackets by a
     hash of it, so the seeds draw different brackets as different sweeps would."""
     try:
@@ -211,7 +215,9 @@ def _optuna_sweep(
                 continue
             steps[n] = step
             trial.report(metric[(n, step)], resources[index])
-            if not last and trial.should_prune():
+            # asked at every rung, so successive halving records the arm's value there, but obeyed only past
+            # min_steps, the rule's own guard
+            if trial.should_prune() and not last and step >= min_steps:
                 stopped[n] = {
                     "round": index,
                     "cap": cap,
@@ -231,10 +237,12 @@ def _top_half(
     checkpoints: Mapping[int, Sequence[tuple[int, float]]],
     caps: Sequence[float],
     metric: Mapping[tuple[int, int], float],
+    min_steps: int,
 ) -> tuple[dict[int, int], dict[int, dict[str, Any]]]:
     """Keep the top half of the running arms at each rung: of the arms measured there (an arm whose first
     checkpoint lies beyond the cap has nothing to rank and runs on), the better half by the metric at the
-    checkpoint reached runs on, ties to the smaller n. Returns each arm's step reached and where it stopped."""
+    checkpoint reached runs on, ties to the smaller n; an arm of the other half stops once it has run
+    `min_steps` optimizer steps (the rule's guard). Returns each arm's step reached and where it stopped."""
     steps = dict.fromkeys(checkpoints, 0)
     active = sorted(checkpoints)
     stopped: dict[int, dict[str, Any]] = {}
@@ -246,7 +254,7 @@ def _top_half(
             break
         measured = sorted((n for n in active if steps[n] > 0), key=lambda n: (-metric[(n, steps[n])], n))
         keep = math.ceil(len(measured) / 2)
-        for n in measured[keep:]:
+        for n in [n for n in measured[keep:] if steps[n] >= min_steps]:
             active.remove(n)
             stopped[n] = {
                 "round": index,
