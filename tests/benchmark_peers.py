@@ -1,14 +1,14 @@
 """The adaptive rule against its peers on known truth: one table, every policy on the same draws.
 
 `python tests/benchmark_peers.py [SEEDS...] [--family NAME]... [--policy NAME]... [--counts yes|no]
-[--peer-min-steps N] [--pruner POLICY:KEY=VALUE]...` replays,
-on each family, with per-problem counts and without (the residual bootstrap), and on each seed, the rule
-(`isocompute`) and its peers (`adaptive.peers`: optuna's successive halving, Hyperband and median pruners,
-and top-k) on the same draw, each accounted and fitted by the replay's one definition
-(`decisions.kept_outcome`). Each row: the share of the full grid's rollouts spent, the kept data's verdict, its
-recovery (the law's n* within a factor 2 of the truth at each measured compute point, `known_truth.recovery`),
-the signed bias of n* in doublings (`known_truth.bias_doublings`), whether the outcome is right, and, for a
-peer, whether it beats the rule on that draw. A summary per policy and family follows, and the wall time.
+[--peer-min-steps N] [--pruner POLICY:KEY=VALUE]...` replays, on each family, with per-problem counts and
+without (the residual bootstrap), and on each seed, the rule (`isocompute`) and its peers (`adaptive.peers`:
+optuna's successive halving, Hyperband and median pruners, and top-k) on the same draw, each accounted and
+fitted by the replay's one definition (`decisions.kept_outcome`). Each row: the share of the full grid's
+rollouts spent, the kept data's verdict, its recovery (the law's n* within a factor 2 of the truth at each
+measured compute point, `known_truth.recovery`), the signed bias of n* in doublings
+(`known_truth.bias_doublings`), whether the outcome is right, and, for a peer, whether it beats the rule on
+that draw. A summary per policy and family follows, and the wall time.
 
 Families (the default): positives of the close families and the realistic tables of `prior_truth.py --plain`
 (n* rising on close curves), negatives (one n best, every n the same curve), and the equal-step sweeps, a
@@ -92,7 +92,8 @@ def pruner_settings(given: Sequence[str]) -> dict[str, dict[str, Any]]:
 
 
 def outcome(name: str, fit: dict[str, Any]) -> tuple[float, bool, float | None]:
-    """The score a peer is compared on, whether the outcome is right, and the recovery (None without a law)."""
+    """The score a peer is compared on, whether the outcome is right, and the recovery (None without a
+    law)."""
     found = recovery(FAMILIES[name], fit)
     if name in NEGATIVE:
         right = not fit["optimum"]["n"]["ok"]
@@ -125,7 +126,8 @@ def main(
     pruners: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
     start = time.time()
-    print(f"{SETTINGS}, bootstrap {BOOTSTRAP}; seeds {list(seeds)}; peers' min_steps {peer_settings.min_steps}"
+    print(f"{SETTINGS}, bootstrap {BOOTSTRAP}; seeds {list(seeds)}; "
+          f"peers' min_steps {peer_settings.min_steps}"
           + (f", pruner settings {dict(pruners)}" if pruners else ""))  # fmt: skip
     print(
         f"{'policy':18} {'family':24} {'counts':>6} {'seed':>4} {'spent':>6}  {'verdict':20} {'recovery':>8} "
@@ -163,13 +165,15 @@ def main(
                     bias_text = "-" if bias is None else f"{bias[0]:+.2f} {bias[1]}"
                     print(
                         f"{policy:18} {name:24} {'yes' if counts else 'no':>6} {seed:>4} {share:>6.0%}  "
-                        f"{verdict(result['fits']):20} {'-' if found is None else f'{found:.0%}':>8} {bias_text:>12} "
+                        f"{verdict(result['fits']):20} {'-' if found is None else f'{found:.0%}':>8} "
+                        f"{bias_text:>12} "
                         f"{'yes' if right else 'no':>5}  {versus}",
                         flush=True,
                     )
     print()
     print(
-        f"summary over counts and seeds: {'policy':18} {'family':24} {'spent':>6} {'right':>7} {'recovery':>8} "
+        f"summary over counts and seeds: {'policy':18} {'family':24} {'spent':>6} {'right':>7} "
+        f"{'recovery':>8} "
         f"{'bias':>6} {'wins':>5}"
     )
     for name in names:
@@ -180,7 +184,8 @@ def main(
             print(
                 f"{'':30} {policy:18} {name:24} {np.mean([r['share'] for r in mine]):>6.0%} "
                 f"{sum(r['right'] for r in mine):>3}/{len(mine):<3} "
-                f"{f'{np.mean(recovered):.0%}' if recovered else '-':>8} {f'{np.mean(biases):+.2f}' if biases else '-':>6} "
+                f"{f'{np.mean(recovered):.0%}' if recovered else '-':>8} "
+                f"{f'{np.mean(biases):+.2f}' if biases else '-':>6} "
                 f"{sum(r['wins'] for r in mine) if policy != 'isocompute' else '':>5}"
             )
     print(f"\nwall time {time.time() - start:.0f} s")

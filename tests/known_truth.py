@@ -376,7 +376,8 @@ def bias_doublings(scenario: Scenario, fit: dict) -> tuple[float, str] | None:
     compute = points["compute"].to_numpy(dtype=float)
     law = fit["optimum"]["n"]
     if law["ok"]:
-        fitted, source = 2 ** optimum_curve(np.log10(compute), law["L"], law["k"], law["log10_c0"], law["b"]), "law"
+        fitted = 2 ** optimum_curve(np.log10(compute), law["L"], law["k"], law["log10_c0"], law["b"])
+        source = "law"
     else:
         fitted, source = points["n"].to_numpy(dtype=float), "points"
     return float(np.mean(np.log2(fitted / scenario.true_optimum(compute)))), source

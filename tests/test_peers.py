@@ -1,5 +1,5 @@
-"""The adaptive rule's peers in the replay: optuna's pruners really driven, top-k really keeping the top half, on
-the rule's rungs and accounting; `isocompute replay --policy` writes which policy ran and what it spent.
+"""The adaptive rule's peers in the replay: optuna's pruners really driven, top-k really keeping the top half,
+on the rule's rungs and accounting; `isocompute replay --policy` writes which policy ran and what it spent.
 `python tests/benchmark_peers.py` prints every policy on the known truth."""
 
 import json
@@ -18,8 +18,8 @@ from isocompute.cli import main
 BOOTSTRAP = 4
 SETTINGS = AdaptiveSettings(rung_factor=2.0, min_steps=1, audit_rungs=1)
 LOSER = 4
-# Six arms on a shared grid of 1e3 .. 6.4e4 rollouts, rising from the first rung: n = 4 stays near the base value
-# (0.1) while every other n climbs towards 0.6-0.7, so at every rung n = 4 is last by ~0.2.
+# Six arms on a shared grid of 1e3 .. 6.4e4 rollouts, rising from the first rung: n = 4 stays near the base
+# value (0.1) while every other n climbs towards 0.6-0.7, so at every rung n = 4 is last by ~0.2.
 DOMINATED = Scenario(
     "dominated",
     {
@@ -65,8 +65,8 @@ def test_each_peer_stops_a_clearly_dominated_arm_early(dominated: tuple, policy:
 
 def test_optunas_median_pruner_is_driven_and_keeps_its_startup_trials(dominated: tuple) -> None:
     """Trials run in ascending n, so n = 4 is the second trial: with the median pruner's default 5 startup
-    trials it cannot be pruned and runs to C_max; with 1 startup trial, the first completed arm's median prunes
-    it at its first report. What prunes is optuna's own pruner, with the settings the replay names."""
+    trials it cannot be pruned and runs to C_max; with 1 startup trial, the first completed arm's median
+    prunes it at its first report. What prunes is optuna's own pruner, with the settings the replay names."""
     evals, counts, base = dominated
     default = peer_replay("median", evals, counts, options(0.1), K, BOOTSTRAP, 0, SETTINGS, base)
     assert default["pruner"]["name"] == "optuna.pruners.MedianPruner"

@@ -70,16 +70,17 @@ def replay_policy(
     rules: Sequence[str] = RULES,
     pruner: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The replay of one policy (`POLICIES`) on a complete table: the rule's (`decisions.replay`, with its prior
-    and rules) or a peer's (`peer_replay`, with `pruner` overriding an optuna pruner's settings). Every result
-    names its `policy`; an unknown name, or a prior, rules or pruner settings given to a policy that has none,
-    is refused with the choices."""
+    """The replay of one policy (`POLICIES`) on a complete table: the rule's (`decisions.replay`, with its
+    prior and rules) or a peer's (`peer_replay`, with `pruner` overriding an optuna pruner's settings). Every
+    result names its `policy`; an unknown name, or a prior, rules or pruner settings given to a policy that
+    has none, is refused with the choices."""
     if policy not in POLICIES:
         raise AdaptiveError(f"unknown policy {policy!r}: the policies are {list(POLICIES)}")
     if policy == "isocompute":
         if pruner:
             raise AdaptiveError(
-                f"pruner settings {dict(pruner)} are for optuna's pruners {list(OPTUNA_PRUNERS)}, not the rule"
+                f"pruner settings {dict(pruner)} are for optuna's pruners {list(OPTUNA_PRUNERS)}, "
+                "not the rule"
             )
         return replay(
             evals,
@@ -97,7 +98,8 @@ def replay_policy(
         )
     if prior is not None or tuple(rules) != RULES:
         raise AdaptiveError(
-            f"policy {policy!r} reads no prior and has no rules: a prior and --rules are the rule's (isocompute)"
+            f"policy {policy!r} reads no prior and has no rules: "
+            "a prior and --rules are the rule's (isocompute)"
         )
     return peer_replay(
         policy,
@@ -172,8 +174,8 @@ def peer_replay(
 
 
 def _resources(caps: Sequence[float]) -> list[int]:
-    """Each rung's resource for optuna: its cap in units of the first cap (1, 2, 4, ... with rung factor 2), an
-    integer step on which every trial reports at the same compute."""
+    """Each rung's resource for optuna: its cap in units of the first cap (1, 2, 4, ... with rung factor 2),
+    an integer step on which every trial reports at the same compute."""
     return [max(1, round(cap / caps[0])) for cap in caps]
 
 
@@ -186,11 +188,12 @@ def _optuna_sweep(
     seed: int,
     min_steps: int,
 ) -> tuple[dict[int, int], dict[int, dict[str, Any]]]:
-    """A sequential optuna sweep over the arms with pruner `name`: each arm a trial reporting its metric at each
-    rung it has a checkpoint for, stopped where `should_prune` says so once it has run `min_steps` optimizer
-    steps (the rule's guard, which `isocompute replay --min-steps` sets for every policy). Returns each arm's step reached and
-    where the pruned ones stopped. The study's name carries the seed: Hyperband assigns trials to brackets by a
-    hash of it, so the seeds draw different brackets as different sweeps would."""
+    """A sequential optuna sweep over the arms with pruner `name`: each arm a trial reporting its metric at
+    each rung it has a checkpoint for, stopped where `should_prune` says so once it has run `min_steps`
+    optimizer steps (the rule's guard, which `isocompute replay --min-steps` sets for every policy). Returns
+    each arm's step reached and where the pruned ones stopped. The study's name carries the seed: Hyperband
+    assigns trials to brackets by a hash of it, so the seeds draw different brackets as different sweeps
+    would."""
     try:
         import optuna
     except ImportError as error:
@@ -222,7 +225,8 @@ def _optuna_sweep(
                     "round": index,
                     "cap": cap,
                     "reason": (
-                        f"pruned by optuna's {name} at resource {resources[index]} (C <= {cap:.4g}): its metric "
+                        f"pruned by optuna's {name} at resource {resources[index]} (C <= {cap:.4g}): "
+                        f"its metric "
                         f"{metric[(n, step)]:.3f} at step {step}"
                     ),
                 }
@@ -260,7 +264,8 @@ def _top_half(
                 "round": index,
                 "cap": cap,
                 "reason": (
-                    f"not in the top {keep} of the {len(measured)} arms measured at C <= {cap:.4g}: its metric "
+                    f"not in the top {keep} of the {len(measured)} arms measured at C <= {cap:.4g}: "
+                    f"its metric "
                     f"{metric[(n, steps[n])]:.3f} at step {steps[n]}"
                 ),
             }
