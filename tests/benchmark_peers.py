@@ -108,12 +108,14 @@ def verdict(fit: dict[str, Any]) -> str:
     return f"{law['identified']} law"
 
 
-def beats(peer: tuple[float, float], rule: tuple[float, float]) -> str:
-    """Whether a peer (share, score) beats the rule's on a draw, and how; '' where it does not."""
+def beats(peer: tuple[float, float, bool], rule: tuple[float, float, bool]) -> str:
+    """Whether a peer (share, score, right) beats the rule's on a draw, and how; '' where it does not. A win
+    where neither outcome is right says so: it is a cheaper miss, not a cheaper law."""
+    missed = "" if peer[2] or rule[2] else " (both miss)"
     if peer[0] < rule[0] - SHARE_SLACK and peer[1] >= rule[1] - OUTCOME_SLACK:
-        return "WINS: spends less, outcome as good"
+        return "WINS: spends less, outcome as good" + missed
     if peer[1] > rule[1] + OUTCOME_SLACK and peer[0] <= rule[0] + SHARE_SLACK:
-        return "WINS: better outcome, spends no more"
+        return "WINS: better outcome, spends no more" + missed
     return ""
 
 
@@ -148,7 +150,7 @@ def main(
                     versus = (
                         ""
                         if policy == "isocompute" or "isocompute" not in scored
-                        else beats((share, score), scored["isocompute"][:2])
+                        else beats((share, score, right), scored["isocompute"][:3])
                     )
                     rows.append(
                         {
@@ -160,6 +162,8 @@ def main(
                             "recovery": found,
                             "bias": None if bias is None else bias[0],
                             "wins": bool(versus),
+                            "both_miss": "both miss" in versus,
+                            "law": bool(result["fits"]["optimum"]["n"]["ok"]),
                         }
                     )
                     bias_text = "-" if bias is None else f"{bias[0]:+.2f} {bias[1]}"
@@ -174,7 +178,7 @@ def main(
     print(
         f"summary over counts and seeds: {'policy':18} {'family':24} {'spent':>6} {'right':>7} "
         f"{'recovery':>8} "
-        f"{'bias':>6} {'wins':>5}"
+        f"{'bias':>6} {'wins (both miss)':>16}"
     )
     for name in names:
         for policy in policies:
@@ -186,9 +190,26 @@ def main(
                 f"{sum(r['right'] for r in mine):>3}/{len(mine):<3} "
                 f"{f'{np.mean(recovered):.0%}' if recovered else '-':>8} "
                 f"{f'{np.mean(biases):+.2f}' if biases else '-':>6} "
-                f"{sum(r['wins'] for r in mine) if policy != 'isocompute' else '':>5}"
+                f"{wins(mine) if policy != 'isocompute' else '':>16}"
             )
+    print(f"\n{'per policy':30} {'policy':18} {'truths':24} {'spent':>6} {'range':>8} {'right':>7} "
+          f"{'laws':>5} {'wins (both miss)':>16}")  # fmt: skip
+    for kind, family in (("positives", POSITIVE), ("negatives", NEGATIVE)):
+        for policy in policies:
+            mine = [r for r in rows if r["policy"] == policy and r["family"] in family]
+            if not mine:
+                continue
+            shares = [r["share"] for r in mine]
+            print(f"{'':30} {policy:18} {kind:24} {np.mean(shares):>6.0%} "
+                  f"{min(shares):>3.0%}-{max(shares):<4.0%} "
+                  f"{sum(r['right'] for r in mine):>3}/{len(mine):<3} {sum(r['law'] for r in mine):>5} "
+                  f"{wins(mine) if policy != 'isocompute' else '':>16}")  # fmt: skip
     print(f"\nwall time {time.time() - start:.0f} s")
+
+
+def wins(rows: Sequence[Mapping[str, Any]]) -> str:
+    """A peer's wins over the rule, and in brackets those where neither was right (a cheaper miss)."""
+    return f"{sum(r['wins'] for r in rows)} ({sum(r['both_miss'] for r in rows)})"
 
 
 if __name__ == "__main__":
