@@ -343,9 +343,8 @@ def replay(
                 active = sorted({*active, decision["n"]})
                 stopped.pop(decision["n"], None)
         rounds.append(record)
-    outcome = kept_outcome(
-        evals, counts, checkpoints, steps, stopped, options, k, bootstrap, seed, base_counts, holdout_decades, frontier_points
-    )  # fmt: skip
+    outcome = kept_outcome(evals, counts, checkpoints, steps, stopped, options, k, bootstrap, seed, base_counts,
+                           holdout_decades, frontier_points)  # fmt: skip
     return {
         "policy": "isocompute",
         "settings": asdict(settings),
@@ -410,7 +409,8 @@ def kept_outcome(
     against the full grid's, what the bands resample, per arm its steps and compute reached, and `fits`,
     the kept rows fitted as the rule's replay fits them (`fit_seen`, with the held-out check)."""
     arms = sorted(checkpoints)
-    kept = fit_seen(evals, counts, steps, options, k, bootstrap, seed, base_counts, holdout_decades, frontier_points)
+    kept = fit_seen(evals, counts, steps, options, k, bootstrap, seed, base_counts, holdout_decades,
+                    frontier_points)  # fmt: skip
     spent = _rollouts(evals, steps)
     full = _rollouts(evals, {n: max(s for s, _ in checkpoints[n]) for n in arms})
     kind = kept["bootstrap"]["kind"]

@@ -82,39 +82,15 @@ def replay_policy(
                 f"pruner settings {dict(pruner)} are for optuna's pruners {list(OPTUNA_PRUNERS)}, "
                 "not the rule"
             )
-        return replay(
-            evals,
-            counts,
-            options,
-            k,
-            bootstrap,
-            seed,
-            settings,
-            base_counts,
-            holdout_decades,
-            frontier_points,
-            prior,
-            rules,
-        )
+        return replay(evals, counts, options, k, bootstrap, seed, settings, base_counts, holdout_decades,
+                      frontier_points, prior, rules)  # fmt: skip
     if prior is not None or tuple(rules) != RULES:
         raise AdaptiveError(
             f"policy {policy!r} reads no prior and has no rules: "
             "a prior and --rules are the rule's (isocompute)"
         )
-    return peer_replay(
-        policy,
-        evals,
-        counts,
-        options,
-        k,
-        bootstrap,
-        seed,
-        settings,
-        base_counts,
-        holdout_decades,
-        frontier_points,
-        pruner,
-    )
+    return peer_replay(policy, evals, counts, options, k, bootstrap, seed, settings, base_counts,
+                       holdout_decades, frontier_points, pruner)  # fmt: skip
 
 
 def peer_replay(
@@ -156,20 +132,8 @@ def peer_replay(
             chosen.setdefault("max_resource", _resources(caps)[-1])
         steps, stopped = _optuna_sweep(name, chosen, checkpoints, caps, metric, seed, settings.min_steps)
         described = {"name": f"optuna.pruners.{name}", "settings": chosen, "order": sorted(checkpoints)}
-    outcome = kept_outcome(
-        evals,
-        counts,
-        checkpoints,
-        steps,
-        stopped,
-        options,
-        k,
-        bootstrap,
-        seed,
-        base_counts,
-        holdout_decades,
-        frontier_points,
-    )
+    outcome = kept_outcome(evals, counts, checkpoints, steps, stopped, options, k, bootstrap, seed,
+                           base_counts, holdout_decades, frontier_points)  # fmt: skip
     return {"policy": policy, "pruner": described, "settings": asdict(settings), "rungs": caps, **outcome}
 
 
@@ -226,8 +190,7 @@ def _optuna_sweep(
                     "cap": cap,
                     "reason": (
                         f"pruned by optuna's {name} at resource {resources[index]} (C <= {cap:.4g}): "
-                        f"its metric "
-                        f"{metric[(n, step)]:.3f} at step {step}"
+                        f"its metric {metric[(n, step)]:.3f} at step {step}"
                     ),
                 }
                 study.tell(trial, state=optuna.trial.TrialState.PRUNED)
@@ -265,8 +228,7 @@ def _top_half(
                 "cap": cap,
                 "reason": (
                     f"not in the top {keep} of the {len(measured)} arms measured at C <= {cap:.4g}: "
-                    f"its metric "
-                    f"{metric[(n, steps[n])]:.3f} at step {steps[n]}"
+                    f"its metric {metric[(n, steps[n])]:.3f} at step {steps[n]}"
                 ),
             }
     return steps, stopped
