@@ -368,6 +368,27 @@ def recovery(scenario: Scenario, fit: dict, where_moving: bool = False, claimed:
     return float(np.mean(np.abs(np.log2(predicted / truth)) <= 1.0))
 
 
+def bias_doublings(scenario: Scenario, fit: dict) -> tuple[float, str] | None:
+    """The signed bias of n* in doublings: log2 of the fitted n* over the true n*, averaged over the fit's
+    measured compute points (negative: n* put too low, as pruning by rank is said to do), and what was
+    compared: the fitted law where there is one (`law`), else the kept data's frontier arm at each point
+    (`points`), so a refused law still shows where the kept data put n*. None where every n has the same
+    curve (no true n* to be biased from)."""
+    if len(set(scenario.curves.values())) == 1:
+        return None
+    points = pd.DataFrame(fit["optimum_points"])
+    if points.empty:
+        return None
+    compute = points["compute"].to_numpy(dtype=float)
+    law = fit["optimum"]["n"]
+    if law["ok"]:
+        fitted = 2 ** optimum_curve(np.log10(compute), law["L"], law["k"], law["log10_c0"], law["b"])
+        source = "law"
+    else:
+        fitted, source = points["n"].to_numpy(dtype=float), "points"
+    return float(np.mean(np.log2(fitted / scenario.true_optimum(compute)))), source
+
+
 def checkpoint_computes(scenario: Scenario) -> np.ndarray:
     """Every compute (or step, for a fixed-B study) at which some n was evaluated."""
     return np.array(sorted({s * (1 if scenario.batch else scenario.b_problem(n) * n) for n in scenario.curves

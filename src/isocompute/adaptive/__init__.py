@@ -1,4 +1,4 @@
-"""The adaptive sweep: its rungs and the decision after each rung of which arms extend.
+"""The adaptive sweep: its rungs, the decision after each rung of which arms extend, and its peers in the replay.
 
 Public names load from their modules on first use (`isocompute.exports`).
 """
@@ -13,6 +13,10 @@ EXPORTS = {
     "replay": "decisions",
     "round_state": "decisions",
     "workflow_round": "decisions",
+    "PEERS": "peers",
+    "POLICIES": "peers",
+    "peer_replay": "peers",
+    "replay_policy": "peers",
     "PAPER_LAWS": "prior",
     "Prior": "prior",
     "load_prior": "prior",

@@ -32,7 +32,9 @@ is then decided again, so the cost of stopping is measured rather than assumed.
 each decision fitted only to the rows it could have seen, and reports the rollouts spent against the full
 grid's with the fits of the data the adaptive sweep kept (`study_fits.fit_study`'s schema). Its bands come
 from the per-problem counts where the table has them, else from the residual bootstrap `isocompute fit` uses
-without counts (a tracker's log keeps none), and the replay says which.
+without counts (a tracker's log keeps none), and the replay says which. Its table checks and rung grid
+(`replay_grid`) and its account of what was kept (`kept_outcome`) are shared with the rule's peers
+(`adaptive.peers`), so that every policy's share and law are measured one way.
 """
 
 from __future__ import annotations
@@ -317,6 +319,57 @@ def replay(
     if unknown:
         raise AdaptiveError(f"unknown rules {unknown}: the plain rule's parts are {list(RULES)}")
     settings = settings or AdaptiveSettings()
+    checkpoints, caps = replay_grid(evals, counts, options, bootstrap, base_counts, settings)
+    arms = sorted(checkpoints)
+    compute_max = caps[-1]
+    steps = dict.fromkeys(arms, 0)
+    active = list(arms)
+    stopped: dict[int, dict[str, Any]] = {}
+    audit: dict[str, Any] | None = None
+    rounds: list[dict[str, Any]] = []
+    for index, cap in enumerate(caps):
+        last = index == len(caps) - 1
+        for n in active:
+            steps[n] = rung_step(checkpoints[n], cap, last)
+        if last:
+            break
+        fit = fit_seen(evals, counts, steps, options, k, bootstrap, seed, base_counts, 0.0, frontier_points)
+        record, audit = decide_round(
+            fit, steps, active, settings, audit, index, cap, prior, rounds[-1] if rounds else None, compute_max, rules
+        )
+        for decision in record["decisions"]:
+            if decision["action"] == "stop":
+                active.remove(decision["n"])
+                stopped[decision["n"]] = {"round": index, "cap": cap, "reason": decision["reason"]}
+            elif decision["action"] == "resume":
+                active = sorted({*active, decision["n"]})
+                stopped.pop(decision["n"], None)
+        rounds.append(record)
+    outcome = kept_outcome(evals, counts, checkpoints, steps, stopped, options, k, bootstrap, seed, base_counts,
+                           holdout_decades, frontier_points)  # fmt: skip
+    return {
+        "policy": "isocompute",
+        "settings": asdict(settings),
+        "rules": list(rules),
+        "rungs": caps,
+        **outcome,
+        "audit": _audit_outcome(audit, outcome["fits"]),
+        **({"prior": rounds[-1]["prior"]} if prior is not None and rounds else {}),
+        "rounds": rounds,
+    }
+
+
+def replay_grid(
+    evals: pd.DataFrame,
+    counts: pd.DataFrame | None,
+    options: FitOptions,
+    bootstrap: int,
+    base_counts: pd.DataFrame | None,
+    settings: AdaptiveSettings,
+) -> tuple[dict[int, list[tuple[int, float]]], list[float]]:
+    """What every policy's replay runs on, checked once for all of them: each arm's checkpoints (step and
+    compute, the mean over seeds) and the rungs' caps (`rungs.rung_caps` from the table's first compute to
+    the arms' common C_max), so the rule and its peers stop arms on the same grid."""
     if options.by != ("n",) or options.compute != "compute_rollouts":
         raise AdaptiveError("the adaptive sweep replays a fixed-B_problem study: curves by n, compute in rollouts")
     if evals["b_problem"].nunique() != 1:
@@ -336,37 +389,34 @@ def replay(
     caps = rung_caps(float(evals["compute_rollouts"].min()), compute_max, settings.rung_factor)
     if len(caps) < 2:
         raise AdaptiveError(f"sweep.rung_factor={settings.rung_factor} leaves {len(caps)} rung over the measured range")
-    steps = dict.fromkeys(arms, 0)
-    active = list(arms)
-    stopped: dict[int, dict[str, Any]] = {}
-    audit: dict[str, Any] | None = None
-    rounds: list[dict[str, Any]] = []
-    for index, cap in enumerate(caps):
-        last = index == len(caps) - 1
-        for n in active:
-            steps[n] = rung_step(checkpoints[n], cap, last)
-        if last:
-            break
-        fit = _fit_seen(evals, counts, steps, options, k, bootstrap, seed, base_counts, 0.0, frontier_points)
-        record, audit = decide_round(
-            fit, steps, active, settings, audit, index, cap, prior, rounds[-1] if rounds else None, compute_max, rules
-        )
-        for decision in record["decisions"]:
-            if decision["action"] == "stop":
-                active.remove(decision["n"])
-                stopped[decision["n"]] = {"round": index, "cap": cap, "reason": decision["reason"]}
-            elif decision["action"] == "resume":
-                active = sorted({*active, decision["n"]})
-                stopped.pop(decision["n"], None)
-        rounds.append(record)
-    kept = _fit_seen(evals, counts, steps, options, k, bootstrap, seed, base_counts, holdout_decades, frontier_points)
+    return checkpoints, caps
+
+
+def kept_outcome(
+    evals: pd.DataFrame,
+    counts: pd.DataFrame | None,
+    checkpoints: Mapping[int, Sequence[tuple[int, float]]],
+    steps: Mapping[int, int],
+    stopped: Mapping[int, Mapping[str, Any]],
+    options: FitOptions,
+    k: int,
+    bootstrap: int,
+    seed: int,
+    base_counts: pd.DataFrame | None,
+    holdout_decades: float,
+    frontier_points: int,
+) -> dict[str, Any]:
+    """What a replay reports of the run a policy kept (each arm to `steps`, `stopped` saying where and why),
+    one definition for the rule and its peers so that their shares and laws compare: the rollouts spent
+    against the full grid's, what the bands resample, per arm its steps and compute reached, and `fits`,
+    the kept rows fitted as the rule's replay fits them (`fit_seen`, with the held-out check)."""
+    arms = sorted(checkpoints)
+    kept = fit_seen(evals, counts, steps, options, k, bootstrap, seed, base_counts, holdout_decades,
+                    frontier_points)  # fmt: skip
     spent = _rollouts(evals, steps)
     full = _rollouts(evals, {n: max(s for s, _ in checkpoints[n]) for n in arms})
     kind = kept["bootstrap"]["kind"]
     return {
-        "settings": asdict(settings),
-        "rules": list(rules),
-        "rungs": caps,
         "rollouts_spent": spent,
         "rollouts_full_grid": full,
         "share_of_full_grid": spent / full,
@@ -377,13 +427,10 @@ def replay(
                 "steps": steps[n],
                 "compute_reached": _compute_at(checkpoints[n], steps[n]),
                 "compute_full": max(c for _, c in checkpoints[n]),
-                **({"stopped": stopped[n]} if n in stopped else {}),
+                **({"stopped": dict(stopped[n])} if n in stopped else {}),
             }
             for n in arms
         ],
-        "audit": _audit_outcome(audit, kept),
-        **({"prior": rounds[-1]["prior"]} if prior is not None and rounds else {}),
-        "rounds": rounds,
         "fits": kept,
     }
 
@@ -454,7 +501,7 @@ def fit_round(
     )  # fmt: skip
 
 
-def _fit_seen(
+def fit_seen(
     evals: pd.DataFrame,
     counts: pd.DataFrame | None,
     steps: Mapping[int, int],

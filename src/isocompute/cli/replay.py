@@ -1,6 +1,8 @@
-"""`isocompute replay EVALS [--counts COUNTS]`: the adaptive sweep's policy on a complete table, before
-spending a GPU on it: the rollouts it would have spent, its decisions and the fits of what it kept. Without
-per-problem counts (no tracker keeps them) each decision's bands come from the residual bootstrap of `fit`."""
+"""`isocompute replay EVALS [--counts COUNTS] [--policy NAME]`: the adaptive sweep's policy on a complete table,
+before spending a GPU on it: the rollouts it would have spent, its decisions and the fits of what it kept. Without
+per-problem counts (no tracker keeps them) each decision's bands come from the residual bootstrap of `fit`.
+`--policy` replays one of the rule's peers instead (`adaptive.peers`: optuna's pruners, top-k) on the same rungs,
+accounted and fitted the same way, so the shares and laws compare."""
 
 from __future__ import annotations
 
@@ -33,6 +35,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                         "or the paper's law by name (paper_easy, paper_hard); the kept data's law is fitted without it")
     replay.add_argument("--rules", default=",".join(RULES), help=f"the plain rule's parts to apply, comma-separated "
                         f"(default: all of {','.join(RULES)}; the workflow applies all): replay with fewer to see what each saves")
+    replay.add_argument("--policy", default="isocompute", help="who stops the arms: isocompute (the rule, the "
+                        "default) or a peer: successive_halving, hyperband, median (optuna's pruners, pip install -e "
+                        "'.[peers]'), top_k (the top half at each rung)")
     replay.add_argument("--holdout-decades", type=float, default=0.5, help="top compute held out to check the kept data's law")
     add_source_arguments(replay)
     replay.set_defaults(run=run)
@@ -40,7 +45,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def replayed(args: argparse.Namespace) -> dict:
     """The replay of `args` (the adaptive sweep imported here, to keep the other commands light)."""
-    from isocompute.adaptive.decisions import replay
+    from isocompute.adaptive.peers import replay_policy
     from isocompute.adaptive.prior import load_prior
     from isocompute.adaptive.rungs import AdaptiveSettings
 
@@ -54,8 +59,8 @@ def replayed(args: argparse.Namespace) -> dict:
     settings = AdaptiveSettings(args.rung_factor, args.min_steps, args.audit_rungs)
     base_counts = read_base_counts(args.base_counts, args.k, counts) if args.base_counts else None
     prior = load_prior(args.prior, args.metric) if args.prior else None
-    return replay(
-        evals, counts, options, args.k, args.bootstrap, args.seed, settings, base_counts, args.holdout_decades,
+    return replay_policy(
+        args.policy, evals, counts, options, args.k, args.bootstrap, args.seed, settings, base_counts, args.holdout_decades,
         prior=prior, rules=tuple(rule for rule in args.rules.split(",") if rule),
     )  # fmt: skip
 
@@ -64,7 +69,7 @@ def run(args: argparse.Namespace) -> None:
     result = replayed(args)
     write_json(result, args.out)
     law = result["fits"]["optimum"]["n"]
-    print(f"rollouts spent {result['rollouts_spent']:.6g} of the full grid's {result['rollouts_full_grid']:.6g} "
+    print(f"policy {result['policy']}: rollouts spent {result['rollouts_spent']:.6g} of the full grid's {result['rollouts_full_grid']:.6g} "
           f"({result['share_of_full_grid']:.0%}); law of n*: {'fitted' if law['ok'] else law['kind']}")  # fmt: skip
     print(f"bands: {result['bootstrap']['bands']}")
     prior = result.get("prior")
