@@ -161,4 +161,7 @@ def test_group_gradients_average_to_the_batch_gradient(policy: Policy, reachable
     assert 0 < sum(silent) < 12
     assert [not row.any() for row in rows] == silent
     batch = policy.grpo_gradient(groups, "grpo").double().numpy()
-    np.testing.assert_allclose(rows.mean(0), batch, rtol=1e-4, atol=1e-9)
+    # Both sides are float32 sums in different orders (12 rows averaged, one batch): elements near zero agree
+    # to float32's resolution at the gradient's scale, not to 1e-9 (seen: 2.9e-9 apart, on 3 of 9,856).
+    resolution = 12 * np.finfo(np.float32).eps * np.abs(batch).max()
+    np.testing.assert_allclose(rows.mean(0), batch, rtol=1e-4, atol=resolution)

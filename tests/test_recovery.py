@@ -81,9 +81,10 @@ def test_a_dense_log_keeps_its_range_and_single_curves_are_no_evidence(fits: dic
         assert len(points) >= 30 and fit["compute_points"]["points"] == len(points)
         assert points[0]["status"]["n"] in ("single", "censored") and points[0]["n"] == 4, (seed, counts)
         ended = min(curve["range"][1] for curve in fit["curves"])
-        top = [p for p in points if p["status"]["n"] == "censored"]
-        assert top and all(p["compute"] > ended and "measured only from" in p["tie_reason"]["n"] for p in top), (seed, counts)
-        assert fit["optimum"]["n"]["evidence"]["censored"] == len(top)
+        censored = [p for p in points if p["status"]["n"] == "censored"]
+        assert all("measured only from" in p["tie_reason"]["n"] for p in censored), (seed, counts)
+        assert any(p["compute"] > ended for p in censored), (seed, counts)
+        assert fit["optimum"]["n"]["evidence"]["censored"] == len(censored)
 
 
 def test_a_run_that_ended_is_no_evidence_that_n_star_moved(fits: dict) -> None:
