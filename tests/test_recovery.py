@@ -69,9 +69,9 @@ def test_the_low_compute_end_of_the_fixed_batch_question_is_no_evidence_against_
 
 def test_a_dense_log_keeps_its_range_and_single_curves_are_no_evidence(fits: dict) -> None:
     """One evaluation every 2 steps: the compute points span the whole measured range (no chaining); at the
-    first only n = 4 was measured (`single`, or `censored` where n = 8's first step, never evaluated, falls
-    there), and a point where a run that ended below it may still lead (every n ran 96 steps, so n = 4 ends
-    first) is `censored`, naming the run's range."""
+    first only n = 4 was measured (n = 8's first step, never evaluated, falls there: a censored candidate), and
+    a point where a run that ended below it may still lead (every n ran 96 steps, so n = 4 ends first) is
+    `censored`, naming the run's range."""
     for (name, seed, counts), fit in fits.items():
         if name != "dense_equal_steps":
             continue
@@ -79,7 +79,7 @@ def test_a_dense_log_keeps_its_range_and_single_curves_are_no_evidence(fits: dic
         measured = [row["compute_rollouts"] for row in fit["measured"]]
         assert points[0]["compute"] <= 1.1 * min(measured) and points[-1]["compute"] >= max(measured) / 1.13
         assert len(points) >= 30 and fit["compute_points"]["points"] == len(points)
-        assert points[0]["status"]["n"] in ("single", "censored") and points[0]["n"] == 4, (seed, counts)
+        assert points[0]["leaders"]["n"] == [4] and points[0]["n"] == 4, (seed, counts)
         ended = min(curve["range"][1] for curve in fit["curves"])
         censored = [p for p in points if p["status"]["n"] == "censored"]
         assert all("measured only from" in p["tie_reason"]["n"] for p in censored), (seed, counts)
