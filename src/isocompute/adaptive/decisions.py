@@ -30,7 +30,7 @@ is then decided again, so the cost of stopping is measured rather than assumed.
 
 `replay` runs the policy on a complete evaluation table as if each arm had been extended rung by rung,
 each decision fitted only to the rows it could have seen, and reports the rollouts spent against the full
-grid's with the fits of the data the adaptive sweep kept (`study_fits.fit_study`'s schema). Its bands come
+grid's with the fits of the data the adaptive sweep kept (`study_fit.fit_study`'s schema). Its bands come
 from the per-problem counts where the table has them, else from the residual bootstrap `isocompute fit` uses
 without counts (a tracker's log keeps none), and the replay says which. Its table checks and rung grid
 (`replay_grid`) and its account of what was kept (`kept_outcome`) are shared with the rule's peers

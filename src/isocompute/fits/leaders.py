@@ -144,7 +144,7 @@ def leading(point: CurveRewards, tolerance: float, replicas: Sequence[np.ndarray
     and censored values as in `CurveRewards.values`). Point by point, a curve is behind only where at least
     `RESOLVED_SHARE` of them put it behind their own best measured curve by more than `tolerance`; with
     `simultaneous`, only where some measured curve beats it by more than `tolerance` at the simultaneous lower
-    bound (`simultaneous_quantile`). Either way the point estimate's margin to the best measured curve must
+    bound (`simultaneous_behind`). Either way the point estimate's margin to the best measured curve must
     exceed the tolerance and, near the anchor, the noise (see the module's docstring).
     """
     values = point.values
