@@ -6,10 +6,13 @@ import pytest
 
 from isocompute.fits.curves import FitOptions
 from isocompute.fits.forms import (
+    DECLINE_LEVEL,
     FitFailure,
     OptimumFit,
     RewardFit,
+    declining_curve,
     fit_reward,
+    fit_to_json,
     optimum_curve,
     record_breaking,
     reward_curve,
@@ -249,6 +252,73 @@ def test_unsaturated_curves_are_flagged_but_kept() -> None:
     assert any(flag.startswith("A not identified: curve not saturated") for flag in fit.flags)
     saturated = fit_reward(COMPUTE, reward_curve(np.log10(COMPUTE), 0.2, 0.8, 4.0, 1.5), r0=0.2)
     assert isinstance(saturated, RewardFit) and not saturated.flags
+
+
+DENSE = np.geomspace(1e3, 1e7, 25)
+
+
+def test_a_curve_that_falls_after_its_peak_gets_its_decline_and_keeps_it_in_the_replicas() -> None:
+    truth = (0.2, 0.7, 4.0, 1.5, 0.03, 5.5)
+    reward = declining_curve(np.log10(DENSE), *truth) + np.random.default_rng(2).normal(0, 0.003, len(DENSE))
+    fit = fit_reward(DENSE, reward, r0=0.2)
+    sigmoid = fit_reward(DENSE, reward, r0=0.2, start=RewardFit(0.2, 0.7, 4.0, 1.5, 0.0, len(DENSE)))
+    assert isinstance(fit, RewardFit) and isinstance(sigmoid, RewardFit)
+    assert fit.decline == pytest.approx(0.03, rel=0.3)
+    assert fit.log10_c_peak == pytest.approx(5.5, abs=0.4)
+    assert fit.free_parameters == sigmoid.free_parameters + 2 and sigmoid.decline == 0.0
+    # The sigmoid alone reads the fall as a lower ceiling: at the last point it sits above the data.
+    assert sigmoid(DENSE[-1]) - declining_curve(np.log10(DENSE[-1]), *truth) > 0.01
+    assert abs(fit(DENSE[-1]) - declining_curve(np.log10(DENSE[-1]), *truth)) < 0.01
+    # A replica starts from the chosen form and keeps it; the JSON form reads back to the same curve.
+    replica = fit_reward(DENSE, reward + 0.002, r0=0.2, start=fit)
+    assert isinstance(replica, RewardFit) and replica.decline > 0
+    back = reward_fit_from_json(fit_to_json(fit))
+    assert back == fit and back(DENSE[-1]) == pytest.approx(fit(DENSE[-1]))
+    # The rising part alone is judged for saturation: a curve past its peak has saturated.
+    assert not any(flag.startswith("A not identified") for flag in fit.flags)
+
+
+def test_a_noisy_sigmoid_is_seldom_given_a_decline() -> None:
+    """At the level of one curve in a study of eight (`DECLINE_LEVEL` / 8), a monotone curve's noise, even a
+    last point well below the others, seldom passes the F test: a dip on the last point alone never does."""
+    declined = 0
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        reward = reward_curve(np.log10(DENSE), 0.2, 0.7, 4.0, 1.5) + rng.normal(0, 0.01, len(DENSE))
+        reward[-1] -= 0.04
+        fit = fit_reward(DENSE, reward, r0=0.2, decline_level=DECLINE_LEVEL / 8)
+        assert isinstance(fit, RewardFit)
+        declined += fit.decline > 0
+    assert declined <= 2
+
+
+# The simulated policy's training-set studies: n = 4 peaks at ~0.994 and falls back by ~0.01 while the larger
+# n go on to 1, so n* moves from 4 to larger n at ~2e6 (docs/log/fits-decline.md); 2-seed data are this precise.
+PEAKED = {4: (0.455, 1.0, 4.9, 1.8, 0.0096, 5.7), 8: (0.455, 1.0, 4.95, 1.7, 0.0, 0.0),
+          16: (0.455, 1.0, 5.05, 1.7, 0.0, 0.0), 32: (0.455, 1.0, 5.17, 1.75, 0.0, 0.0)}  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_small_n_that_falls_after_its_peak_hands_n_star_on(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(seed)
+    compute = np.geomspace(1e3, 1e7, 15)
+    rows = []
+    for n, params in PEAKED.items():
+        reward = np.minimum(declining_curve(np.log10(compute), *params) + rng.normal(0, 0.0005, len(compute)), 1.0)
+        rows += [{"run": f"n{n}", "n": n, "b_problem": 16, "step": i + 1, "compute_rollouts": c, "avg@4": r}
+                 for i, (c, r) in enumerate(zip(compute, reward))]  # fmt: skip
+    evals = pd.DataFrame(rows)
+    options = FitOptions("avg@4", "compute_rollouts", ("n",), base_reward=0.455)
+
+    def law(fit: dict) -> dict:
+        return fit["optimum"]["n"]
+
+    falling = fit_study(evals, options, resamples=20, seed=seed, holdout_decades=0.0)
+    assert law(falling)["ok"] and law(falling)["direction"] == "rising"
+    assert [curve["decline"] > 0 for curve in falling["curves"]] == [True, False, False, False]
+    monkeypatch.setattr("isocompute.fits.curves.DECLINE_LEVEL", 0.0)  # the sigmoid alone
+    sigmoid = fit_study(evals, options, resamples=20, seed=seed, holdout_decades=0.0)
+    assert not law(sigmoid)["ok"] and law(sigmoid)["kind"] == "constant" and "constant at 4" in law(sigmoid)["reason"]
 
 
 def _fit(evals: pd.DataFrame, **options: object) -> dict:

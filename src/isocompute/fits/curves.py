@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from isocompute.fits.forms import Key, RewardFit, fit_reward, record_breaking
+from isocompute.fits.forms import DECLINE_LEVEL, Key, RewardFit, fit_reward, record_breaking
 from isocompute.fits.frontier import Curve, censored_matrix, frontier, reward_matrix
 from isocompute.fits.leaders import DEFAULT_TOLERANCE, CurveRewards
 
@@ -108,12 +108,14 @@ def fit_curves(
     by = list(options.by)
     previous = {curve.key: curve.fit for curve in start.curves} if start else {}
     curves = []
-    for key, group in table.groupby(by):
+    groups = table.groupby(by)
+    for key, group in groups:
         key = tuple(int(v) for v in (key if isinstance(key, tuple) else (key,)))
         c, r = group[options.compute].to_numpy(dtype=float), group[options.metric].to_numpy(dtype=float)
         used = record_breaking(c, r, options.record_bin) if options.points == "record_breaking" else slice(None)
         earlier = previous.get(key)
-        fit = fit_reward(c[used], r[used], r0=options.base_reward, start=earlier if isinstance(earlier, RewardFit) else None)
+        fit = fit_reward(c[used], r[used], r0=options.base_reward, start=earlier if isinstance(earlier, RewardFit) else None,
+                         decline_level=DECLINE_LEVEL / groups.ngroups)  # fmt: skip
         first = int(np.argmin(c))
         steps = group["step"].to_numpy(dtype=float)
         curves.append(Curve(key, c, r, fit, float(c[first] / steps[first]) if steps[first] > 0 else float(c[first])))

@@ -1,7 +1,9 @@
 """The two fitted forms of the study, and what their data identify.
 
 Forms (docs/reference/recipe.md): per curve, R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B) with B > 0
-(ScaleRL's, monotone by construction), fitted in log C; for the optimum along the frontier,
+(ScaleRL's, monotone by construction), fitted in log C; where the data reject it for a curve that falls
+after its peak (training reward once a small n has overfit its problems), the same sigmoid less a decline
+D (log10 C - log10 C_peak) past C_peak (`DECLINE_LEVEL`); for the optimum along the frontier,
 log2 x* = L / (1 + exp(-k (log10 C - log10 C0))) + b (x* = n* or B_problem*; L < 0 is a falling optimum).
 
 A least-squares optimizer always returns numbers, so every fit here also says whether its data determine
@@ -22,8 +24,19 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 from scipy.special import expit
+from scipy.stats import f as f_distribution
 
 SIGMOID_PARAMS = 4
+# The decline after a peak adds two parameters (D >= 0, C_peak at or past C_mid inside the range), and is fitted
+# only where an F test of the two rejects the sigmoid alone. A sigmoid reads a curve that rises and then falls
+# as a lower ceiling, so a small n that led and then fell keeps leading on paper (the simulated policy's
+# training-set studies, docs/log/fits-decline.md). The level is for the curves of a study together, as the
+# leaders' bands are: a study's fit divides it among its curves (`fits.curves.fit_curves`), so that a study
+# of monotone curves gets a decline on any of them in at most this share of draws.
+DECLINE_PARAMS = 2
+DECLINE_LEVEL = 0.05
+# A fall is seen on at least this many measured points after the curve's fitted maximum.
+POINTS_PAST_PEAK = 2
 # Least-squares evaluations per start: a start that has not converged by then is abandoned (others remain).
 MAX_EVALUATIONS = 300
 # A curve whose last point holds less than this share of its fitted gain (A - R0) has not saturated.
@@ -54,12 +67,19 @@ class RewardFit:
     flags: tuple[str, ...] = ()
     # r0 was fixed at the base model's value rather than fitted.
     anchored: bool = False
+    # Reward lost per decade of compute past 10**log10_c_peak; 0 for the sigmoid alone (the paper's form).
+    decline: float = 0.0
+    log10_c_peak: float = 0.0
 
     @property
     def free_parameters(self) -> int:
-        return SIGMOID_PARAMS - self.anchored
+        return SIGMOID_PARAMS - self.anchored + (DECLINE_PARAMS if self.decline > 0 else 0)
 
     def __call__(self, compute: np.ndarray | float) -> np.ndarray:
+        return declining_curve(np.log10(compute), self.r0, self.a, self.log10_c_mid, self.b, self.decline, self.log10_c_peak)
+
+    def sigmoid(self, compute: np.ndarray | float) -> np.ndarray:
+        """The rising part alone: what the curve's saturation is judged on."""
         return reward_curve(np.log10(compute), self.r0, self.a, self.log10_c_mid, self.b)
 
 
@@ -88,6 +108,14 @@ Fit = RewardFit | OptimumFit | FitFailure
 def reward_curve(log10_c: np.ndarray, r0: float, a: float, log10_c_mid: float, b: float) -> np.ndarray:
     """The reward sigmoid written in log10 C, where it is fitted."""
     return r0 + (a - r0) / (1.0 + np.power(10.0, b * (log10_c_mid - np.asarray(log10_c, dtype=float))))
+
+
+def declining_curve(
+    log10_c: np.ndarray, r0: float, a: float, log10_c_mid: float, b: float, decline: float, log10_c_peak: float
+) -> np.ndarray:
+    """The reward sigmoid less a linear decline in log10 C past the peak's compute."""
+    x = np.asarray(log10_c, dtype=float)
+    return reward_curve(x, r0, a, log10_c_mid, b) - decline * np.maximum(0.0, x - log10_c_peak)
 
 
 def optimum_curve(log10_c: np.ndarray, L: float, k: float, log10_c0: float, b: float) -> np.ndarray:
@@ -163,6 +191,7 @@ def fit_reward(
     reward: np.ndarray,
     r0: float | None = None,
     start: RewardFit | None = None,
+    decline_level: float = DECLINE_LEVEL,
 ) -> RewardFit | FitFailure:
     """Fit the reward sigmoid to a curve's points (the study drops points below `fits.min_compute` before).
 
@@ -193,6 +222,8 @@ def fit_reward(
     else:
         starts = [[start.r0, start.a, start.log10_c_mid, start.b]]
     bounds = ([0.0, 0.0, low - 3.0, 0.05], [1.0, 1.0, high + 3.0, 10.0])
+    if start is not None and start.decline > 0:
+        return _declining_fit(x, y, r0, [[*starts[0], start.decline, start.log10_c_peak]], bounds)
     if r0 is None:
         best = best_fit(reward_curve, x, y, starts, bounds, reward_jacobian)
     else:
@@ -204,14 +235,80 @@ def fit_reward(
         return FitFailure("no_convergence", "least squares did not converge from any start")
     params, error = best
     fit = RewardFit(*(float(p) for p in params), rmse=error, num_points=len(x), anchored=r0 is not None)
+    fit = RewardFit(**{**asdict(fit), "flags": _reward_flags(fit, (low, high), bounds, r0 is None)})
+    if start is not None:
+        return fit
+    falling = _falling(x, y, r0, fit, bounds, decline_level)
+    if falling is None:
+        return fit
+    # A fall seen on several points, not on the last alone: the test must reject the sigmoid without it too.
+    head = np.argsort(x)[:-1]
+    shorter = fit_reward(10 ** x[head], y[head], r0, start=fit)
+    if not isinstance(shorter, RewardFit) or _falling(x[head], y[head], r0, shorter, bounds, decline_level) is None:
+        return fit
+    return falling
+
+
+def _falling(
+    x: np.ndarray, y: np.ndarray, r0: float | None, sigmoid: RewardFit, bounds: Bounds, level: float
+) -> RewardFit | None:
+    """The fit with a decline after the peak where it rejects `sigmoid` (the sigmoid alone, fitted to the same
+    points) at `level`, else None."""
+    risen = x[x >= sigmoid.log10_c_mid]
+    if len(x) <= sigmoid.free_parameters + DECLINE_PARAMS or len(risen) <= POINTS_PAST_PEAK:
+        return None
+    top = max(sigmoid.a, float(y.max()))
+    starts = [[sigmoid.r0, a, sigmoid.log10_c_mid, sigmoid.b, decline, peak]
+              for a, decline, peak in itertools.product((sigmoid.a, top), (0.003, 0.01, 0.03), np.quantile(risen, [0.25, 0.5, 0.75]))]  # fmt: skip
+    falling = _declining_fit(x, y, r0, starts, bounds)
+    return falling if isinstance(falling, RewardFit) and _rejects_sigmoid(sigmoid, falling, x, level) else None
+
+
+def _declining_fit(
+    x: np.ndarray, y: np.ndarray, r0: float | None, starts: Sequence[Sequence[float]], bounds: Bounds
+) -> RewardFit | FitFailure:
+    """The sigmoid with a decline past a peak at or after its midpoint (x = log10 C), from `starts`
+    (r0, A, C_mid, B, D, C_peak); with `r0` given, r0 is fixed. The peak is fitted as its distance past the
+    midpoint: a decline that began before the curve rose would tilt its base, not follow a peak."""
+    low, high = float(x.min()), float(x.max())
+    full = ([*bounds[0], 0.0, 0.0], [*bounds[1], 1.0, high - bounds[0][2]])
+    free = slice(0, None) if r0 is None else slice(1, None)
+
+    def func(log10_c: np.ndarray, *p: float) -> np.ndarray:
+        r0_p, a, mid, b, decline, gap = p if r0 is None else (r0, *p)
+        return declining_curve(log10_c, r0_p, a, mid, b, decline, mid + gap)
+
+    gaps = [[*s[:4], s[4], max(s[5] - s[2], 0.0)] for s in starts]
+    best = best_fit(func, x, y, [g[free] for g in gaps], (full[0][free], full[1][free]))
+    if best is None:
+        return FitFailure("no_convergence", "least squares did not converge from any start")
+    params = best[0] if r0 is None else np.concatenate([[r0], best[0]])
+    r0_fit, a, mid, b, decline, gap = (float(p) for p in params)
+    fit = RewardFit(r0_fit, a, mid, b, rmse=best[1], num_points=len(x), anchored=r0 is not None, decline=decline,
+                    log10_c_peak=mid + gap)  # fmt: skip
     return RewardFit(**{**asdict(fit), "flags": _reward_flags(fit, (low, high), bounds, r0 is None)})
+
+
+def _rejects_sigmoid(sigmoid: RewardFit, falling: RewardFit, log10_c: np.ndarray, level: float) -> bool:
+    """Whether the curve falls after its peak: the fitted decline's curve peaks inside the measured range with
+    at least `POINTS_PAST_PEAK` measured points after its maximum, and its two parameters explain enough of the
+    sigmoid's residual (an F test at `level`)."""
+    points = sigmoid.num_points
+    dof = points - falling.free_parameters
+    rss_sigmoid, rss_falling = points * sigmoid.rmse**2, points * falling.rmse**2
+    if falling.decline <= 0 or dof <= 0 or rss_falling <= 0 or rss_falling >= rss_sigmoid:
+        return False
+    if np.sum(log10_c > log10_c[np.argmax(falling(10**log10_c))]) < POINTS_PAST_PEAK:
+        return False
+    statistic = (rss_sigmoid - rss_falling) / DECLINE_PARAMS / (rss_falling / dof)
+    return bool(f_distribution.sf(statistic, DECLINE_PARAMS, dof) < level)
 
 
 def _reward_flags(fit: RewardFit, log10_range: tuple[float, float], bounds: Bounds, r0_free: bool) -> tuple[str, ...]:
     """What the curve's data leave undetermined; the fit stays usable inside its measured range."""
     flags = []
     gain = fit.a - fit.r0
-    reached = fit(10 ** log10_range[1]) - fit.r0
+    reached = fit.sigmoid(10 ** log10_range[1]) - fit.r0
     if abs(gain) > 1e-9 and reached / gain < SATURATED_SHARE:
         flags.append(f"A not identified: curve not saturated (its last point has {reached / gain:.0%} of the fitted gain)")
     if not log10_range[0] <= fit.log10_c_mid <= log10_range[1]:
@@ -250,7 +347,8 @@ def parameter_intervals(fit: Fit, replicas: Sequence[Fit | None]) -> dict[str, A
     made = [r for r in replicas if r is not None and not isinstance(r, FitFailure)]
     if isinstance(fit, FitFailure) or not made:
         return {}
-    names = [n for n in asdict(fit) if n not in ("rmse", "num_points", "flags")]
+    unused = () if isinstance(fit, RewardFit) and fit.decline > 0 else ("decline", "log10_c_peak")
+    names = [n for n in asdict(fit) if n not in ("rmse", "num_points", "flags", *unused)]
     values = np.array([[getattr(r, n) for n in names] for r in made])
     low, high = np.percentile(values, [2.5, 97.5], axis=0)
     return {

@@ -29,7 +29,7 @@ from isocompute.fits.leaders import CENSORED, ColumnLeaders, column_leaders, lea
 # What the fits compute, named where the pipeline's fit rules take it as a param: library modules are not
 # among Snakemake's rerun triggers, so a change of the fits' math renames it and every fit job (and what reads
 # the fits) reruns, and nothing upstream (docs/guide/upgrading.md).
-METHOD = "leaders with censored runs and simultaneous bands (2026-12-06)"
+METHOD = "leaders with censored runs and simultaneous bands; curves that may fall after their peak (2026-12-06)"
 
 def fit_study(
     evals: pd.DataFrame,
