@@ -60,7 +60,8 @@ from isocompute.adaptive.rungs import (
 from isocompute.errors import plain
 from isocompute.fits.bootstrap import resample_evals
 from isocompute.fits.curves import FitOptions
-from isocompute.fits.forms import RewardFit, reward_fit_from_json
+from isocompute.fits.forms import Key, RewardFit, reward_fit_from_json
+from isocompute.fits.frontier import Settled
 from isocompute.fits.leaders import RESOLVED_SHARE
 from isocompute.fits.study_fit import fit_study
 
@@ -75,6 +76,15 @@ BEHIND_DOUBLINGS = 2
 BANDS = {
     "problems": "bootstrap of the validation problems, from per-problem counts",
     "residuals": "residual bootstrap of each curve, no per-problem counts",
+}
+# What each stop rule's judgement rests on: an arm it stopped is behind beyond its stop on this assumption, so
+# the fits of the sweep's data read it as no candidate there (`settled_arms`), where a run that merely ended is
+# censored. The bound's is the study's own form; the others add the form of the law of n*.
+STOP_ASSUMPTIONS = {
+    "bound": "curves only rise, and its identified ceiling's upper band lies below the frontier's lower edge",
+    "behind": "n* rises as the data showed, so a larger n that overtook it stays ahead",
+    "plateau": "the data's identified law keeps its plateau below it (it resumes if the law or the frontier moves)",
+    "prior": "the new model's law stays in the prior's band, as it did at every material point measured",
 }
 
 @dataclass(frozen=True)
@@ -333,20 +343,22 @@ def replay(
             steps[n] = rung_step(checkpoints[n], cap, last)
         if last:
             break
-        fit = fit_seen(evals, counts, steps, options, k, bootstrap, seed, base_counts, 0.0, frontier_points)
+        fit = fit_seen(evals, counts, steps, options, k, bootstrap, seed, base_counts, 0.0, frontier_points,
+                       settled_arms(stopped, checkpoints, steps))  # fmt: skip
         record, audit = decide_round(
             fit, steps, active, settings, audit, index, cap, prior, rounds[-1] if rounds else None, compute_max, rules
         )
         for decision in record["decisions"]:
             if decision["action"] == "stop":
                 active.remove(decision["n"])
-                stopped[decision["n"]] = {"round": index, "cap": cap, "reason": decision["reason"]}
+                stopped[decision["n"]] = {"round": index, "cap": cap, "reason": decision["reason"],
+                                          "rule": stop_rule(decision)}  # fmt: skip
             elif decision["action"] == "resume":
                 active = sorted({*active, decision["n"]})
                 stopped.pop(decision["n"], None)
         rounds.append(record)
     outcome = kept_outcome(evals, counts, checkpoints, steps, stopped, options, k, bootstrap, seed, base_counts,
-                           holdout_decades, frontier_points)  # fmt: skip
+                           holdout_decades, frontier_points, settled_arms(stopped, checkpoints, steps))  # fmt: skip
     return {
         "policy": "isocompute",
         "settings": asdict(settings),
@@ -405,14 +417,16 @@ def kept_outcome(
     base_counts: pd.DataFrame | None,
     holdout_decades: float,
     frontier_points: int,
+    settled: Mapping[Key, Settled],
 ) -> dict[str, Any]:
     """What a replay reports of the run a policy kept (each arm to `steps`, `stopped` saying where and why),
     one definition for the rule and its peers so that their shares and laws compare: the rollouts spent
     against the full grid's, what the bands resample, per arm its steps and compute reached, and `fits`,
-    the kept rows fitted as the rule's replay fits them (`fit_seen`, with the held-out check)."""
+    the kept rows fitted as the rule's replay fits them (`fit_seen`, with the held-out check), the arms in
+    `settled` no candidates beyond their stops (the policy's judgement), every other stopped arm censored."""
     arms = sorted(checkpoints)
     kept = fit_seen(evals, counts, steps, options, k, bootstrap, seed, base_counts, holdout_decades,
-                    frontier_points)  # fmt: skip
+                    frontier_points, settled)  # fmt: skip
     spent = _rollouts(evals, steps)
     full = _rollouts(evals, {n: max(s for s, _ in checkpoints[n]) for n in arms})
     kind = kept["bootstrap"]["kind"]
@@ -512,16 +526,39 @@ def fit_seen(
     base_counts: pd.DataFrame | None,
     holdout_decades: float,
     frontier_points: int,
+    settled: Mapping[Key, Settled] | None = None,
 ) -> dict[str, Any]:
     """The study fit of the rows each arm had reached, bootstrapped from those rows' counts, or without
-    counts from those rows' residuals (`fit_study`'s own residual bootstrap, `isocompute fit`'s)."""
+    counts from those rows' residuals (`fit_study`'s own residual bootstrap, `isocompute fit`'s); the arms in
+    `settled` (`settled_arms`) are no candidates beyond their stops."""
     seen = evals[evals["step"] <= evals["n"].map(steps)]
     if counts is None:
         return fit_study(seen, options, frontier_points=frontier_points, holdout_decades=holdout_decades,
-                         resamples=bootstrap, seed=seed)  # fmt: skip
+                         resamples=bootstrap, seed=seed, settled=settled)  # fmt: skip
     seen_counts = counts[counts["step"] <= counts["n"].map(steps)]
     replicas = resample_evals(seen_counts, k, bootstrap, seed, ("n",), base_counts)
-    return fit_study(seen, options, frontier_points=frontier_points, replicas=replicas, holdout_decades=holdout_decades)
+    return fit_study(seen, options, frontier_points=frontier_points, replicas=replicas, holdout_decades=holdout_decades,
+                     settled=settled)  # fmt: skip
+
+
+def stop_rule(decision: Mapping[str, Any]) -> str:
+    """The rule behind a stop decision (a `Decision` as JSON): its `rule` number, the ceiling bound's where none."""
+    return str(decision["numbers"].get("rule", "bound"))
+
+
+def settled_arms(
+    stopped: Mapping[int, Mapping[str, Any]], checkpoints: Mapping[int, Sequence[tuple[int, float]]], steps: Mapping[int, int]
+) -> dict[Key, Settled]:
+    """The arms the rule stopped (`stopped`: n to where, why and by which `rule`), each settled at the compute it
+    reached: the rule judged it behind beyond its stop (`STOP_ASSUMPTIONS`, on which that judgement rests),
+    so the fits read it as no candidate there rather than as a run that merely ended (censored)."""
+    return {
+        (n,): Settled(
+            _compute_at(checkpoints[n], steps[n]), record["rule"],
+            f"{record['reason']} (on the assumption that {STOP_ASSUMPTIONS.get(record['rule'], 'its rule holds')})",
+        )
+        for n, record in stopped.items()
+    }  # fmt: skip
 
 
 def _audit(
