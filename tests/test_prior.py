@@ -21,6 +21,7 @@ from isocompute.adaptive.prior import (
     contradiction,
     load_prior,
     planned_reach,
+    prior_stop,
 )
 from isocompute.adaptive.rungs import AdaptiveError, AdaptiveSettings, reached_rungs, rung_caps, trained_rungs
 from isocompute.fits.forms import optimum_curve
@@ -139,6 +140,35 @@ def test_without_a_prior_the_data_s_own_identified_plateau_stops_the_arms_above_
     assert [(d.n, d.action) for d in decisions] == [(1024, "resume")] and state == {"stopped": []}
 
 
+def test_a_refused_law_s_study_is_a_prior_of_its_material_leaders(tmp_path: Path) -> None:
+    """A study whose law was refused (here `noise`) still resolved its leaders at its material points: its band
+    is their sets (the simultaneous `band`) within half a decade, widened by a doubling, and nothing elsewhere;
+    leaders outside it contradict it; it stops an arm above it only where it covers the range up to C_max, and
+    never one below it (no law says n* keeps rising). With no material point it is no prior."""
+    points = [
+        {"compute": 1e5, "status": {"n": "material"}, "leaders": {"n": [16]}, "band": {"n": [16, 32]}},
+        {"compute": 1e6, "status": {"n": "all_lead"}, "leaders": {"n": [8, 16, 32, 64]}, "band": {"n": [8, 16, 32, 64]}},
+        {"compute": 4e6, "status": {"n": "material"}, "leaders": {"n": [64]}, "band": {"n": [64, 128]}},
+    ]
+    fit = {"optimum": {"n": {"ok": False, "kind": "noise"}}, "optimum_points": points}
+    (tmp_path / "noise.json").write_text(json.dumps(fit))
+    prior = load_prior(str(tmp_path / "noise.json"))
+    assert prior.law is None and prior.points == ((5.0, 4.0, 5.0), (np.log10(4e6), 6.0, 7.0)) and "noise" in prior.source
+    assert prior.band(2e5) == (3.0, 6.0) and prior.band(1e6) == (-np.inf, np.inf)
+    assert prior.band(8e6) == (5.0, 8.0)
+    assert contradiction(prior, fit_of([(1e5, [128])], 128)["optimum_points"])["leaders"] == [128]
+    assert contradiction(prior, fit_of([(1e6, [1024])], 1024)["optimum_points"]) is None  # no point near 1e6
+    assert prior_stop(prior, 512, 2e6, 8e6, [64]) is not None and prior_stop(prior, 128, 2e6, 8e6, [64]) is None
+    assert prior_stop(prior, 512, 2e6, 1e8, [64]) is None  # nothing near C_max = 1e8: it cannot say
+    assert prior_stop(prior, 8, 4e6, 8e6, [64]) is None  # below it: no law, no stop
+    assert Prior.from_params(prior.to_params()) == prior and planned_reach(prior, ARMS, [1e5, 1e6, 8e6]) == dict.fromkeys(ARMS, 8e6)
+    assert set(EASY.to_params()) == {"source", "law", "replicas"}  # a law prior's params as before
+    fit["optimum_points"] = [points[1]]
+    (tmp_path / "nothing.json").write_text(json.dumps(fit))
+    with pytest.raises(AdaptiveError, match="no compute point's leaders are material: it is no prior"):
+        load_prior(str(tmp_path / "nothing.json"))
+
+
 def test_the_plan_from_the_paper_law_runs_the_plateau_s_arms_to_c_max_and_stops_the_small_ones_early() -> None:
     caps = rung_caps(2.0**14, 2.0**24, 2.0)
     reach = planned_reach(EASY, ARMS, caps)
@@ -220,13 +250,15 @@ def test_a_resumed_arm_trains_the_rungs_it_missed_at_the_next_one() -> None:
     """The workflow's rounds: an arm stopped at round 0 and resumed at round 2 reaches rung 3 next, and its run's
     rung files (the ones the round after reads) are every rung it trains, the missed ones included."""
     rung_steps = {2: [4, 8, 16, 32], 4: [2, 4, 8, 16], 8: [1, 2, 4, 8]}
-    stopped = round_state({"decisions": [{"n": 8, "action": "stop"}, {"n": 2, "action": "extend"}, {"n": 4, "action": "extend"}]},
+    stop = {"n": 8, "action": "stop", "reason": "prior", "numbers": {"rule": "prior"}}
+    stopped = round_state({"round": 0, "decisions": [stop, {"n": 2, "action": "extend"}, {"n": 4, "action": "extend"}]},
                           reached_rungs(sorted(rung_steps), None, 0), rung_steps)  # fmt: skip
-    assert stopped["arms"]["8"] == {"rung": 0, "steps": 1, "active": False}
-    held = round_state({"decisions": [{"n": 2, "action": "extend"}, {"n": 4, "action": "extend"}]},
-                       reached_rungs(sorted(rung_steps), stopped, 1), rung_steps)  # fmt: skip
-    resumed = round_state({"decisions": [{"n": 2, "action": "extend"}, {"n": 4, "action": "extend"}, {"n": 8, "action": "resume"}]},
-                          reached_rungs(sorted(rung_steps), held, 2), rung_steps)  # fmt: skip
+    assert stopped["arms"]["8"] == {"rung": 0, "steps": 1, "active": False, "stopped": {"round": 0, "rule": "prior", "reason": "prior"}}
+    held = round_state({"round": 1, "decisions": [{"n": 2, "action": "extend"}, {"n": 4, "action": "extend"}]},
+                       reached_rungs(sorted(rung_steps), stopped, 1), rung_steps, stopped)  # fmt: skip
+    assert held["arms"]["8"]["stopped"]["round"] == 0
+    resumed = round_state({"round": 2, "decisions": [{"n": 2, "action": "extend"}, {"n": 4, "action": "extend"}, {"n": 8, "action": "resume"}]},
+                          reached_rungs(sorted(rung_steps), held, 2), rung_steps, held)  # fmt: skip
     assert resumed["arms"]["8"] == {"rung": 0, "steps": 1, "active": True}
     reached = reached_rungs(sorted(rung_steps), resumed, 3)
     assert reached[8] == 3 and trained_rungs(rung_steps[8], reached[8]) == [0, 1, 2, 3]

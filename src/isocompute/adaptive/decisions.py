@@ -343,8 +343,9 @@ def replay(
             steps[n] = rung_step(checkpoints[n], cap, last)
         if last:
             break
+        reached = {n: _compute_at(checkpoints[n], steps[n]) for n in stopped}
         fit = fit_seen(evals, counts, steps, options, k, bootstrap, seed, base_counts, 0.0, frontier_points,
-                       settled_arms(stopped, checkpoints, steps))  # fmt: skip
+                       settled_arms(stopped, reached))  # fmt: skip
         record, audit = decide_round(
             fit, steps, active, settings, audit, index, cap, prior, rounds[-1] if rounds else None, compute_max, rules
         )
@@ -358,7 +359,8 @@ def replay(
                 stopped.pop(decision["n"], None)
         rounds.append(record)
     outcome = kept_outcome(evals, counts, checkpoints, steps, stopped, options, k, bootstrap, seed, base_counts,
-                           holdout_decades, frontier_points, settled_arms(stopped, checkpoints, steps))  # fmt: skip
+                           holdout_decades, frontier_points,
+                           settled_arms(stopped, {n: _compute_at(checkpoints[n], steps[n]) for n in stopped}))  # fmt: skip
     return {
         "policy": "isocompute",
         "settings": asdict(settings),
@@ -499,10 +501,12 @@ def fit_round(
     k: int,
     seed: int,
     base_counts: pd.DataFrame | None = None,
+    settled: Mapping[Key, Settled] | None = None,
 ) -> dict[str, Any]:
     """The fit a workflow round decides on: the headline metric (`fits.metric`) of a fixed-B_problem
     study's evaluations so far, in rollouts, with `fits.bootstrap` replicas of its per-problem counts and
-    the study's own fit options (`fits:`), so a round sees what the study's final fit would see."""
+    the study's own fit options (`fits:`), the arms the rule stopped `settled` (`settled_of_rounds`), so a
+    round sees what the study's final fit would see."""
     options = FitOptions.from_config(
         fits, fits["metric"], "compute_rollouts", ("n",), float(base[fits["metric"]]) if fits["anchor_r0"] else None
     )
@@ -511,7 +515,7 @@ def fit_round(
     replicas = resample_evals(kept_counts, k, fits["bootstrap"], seed, ("n",), base_counts)
     return fit_study(
         kept, options, min_compute=fits["min_compute"], frontier_points=fits["frontier_points"], replicas=replicas,
-        holdout_decades=0.0,
+        holdout_decades=0.0, settled=settled,
     )  # fmt: skip
 
 
@@ -546,17 +550,13 @@ def stop_rule(decision: Mapping[str, Any]) -> str:
     return str(decision["numbers"].get("rule", "bound"))
 
 
-def settled_arms(
-    stopped: Mapping[int, Mapping[str, Any]], checkpoints: Mapping[int, Sequence[tuple[int, float]]], steps: Mapping[int, int]
-) -> dict[Key, Settled]:
-    """The arms the rule stopped (`stopped`: n to where, why and by which `rule`), each settled at the compute it
-    reached: the rule judged it behind beyond its stop (`STOP_ASSUMPTIONS`, on which that judgement rests),
+def settled_arms(stopped: Mapping[int, Mapping[str, Any]], reached: Mapping[int, float]) -> dict[Key, Settled]:
+    """The arms the rule stopped (`stopped`: n to why and by which `rule`), each settled at the compute it
+    reached (`reached`): the rule judged it behind beyond its stop, on the assumption `STOP_ASSUMPTIONS` names,
     so the fits read it as no candidate there rather than as a run that merely ended (censored)."""
     return {
-        (n,): Settled(
-            _compute_at(checkpoints[n], steps[n]), record["rule"],
-            f"{record['reason']} (on the assumption that {STOP_ASSUMPTIONS.get(record['rule'], 'its rule holds')})",
-        )
+        (n,): Settled(float(reached[n]), record["rule"],
+                      f"{record['reason']} (on the assumption that {STOP_ASSUMPTIONS.get(record['rule'], 'its rule holds')})")
         for n, record in stopped.items()
     }  # fmt: skip
 
@@ -628,19 +628,41 @@ def _rollouts(evals: pd.DataFrame, steps: Mapping[int, int]) -> float:
 
 
 def round_state(
-    record: Mapping[str, Any], reached: Mapping[int, int], rung_steps: Mapping[int, Sequence[int]]
+    record: Mapping[str, Any],
+    reached: Mapping[int, int],
+    rung_steps: Mapping[int, Sequence[int]],
+    previous: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A workflow round's record with each arm's state after it (`arms`: the rung and steps it reached and
-    whether it runs on), the form the next round and the adaptive sweep's summary read
-    (`rungs.reached_rungs`)."""
-    stops = {d["n"] for d in record["decisions"] if d["action"] == "stop"}
-    active = {d["n"] for d in record["decisions"]} - stops
-    return {
-        **record,
-        "arms": {
-            str(n): {"rung": rung, "steps": rung_steps[n][rung], "active": n in active} for n, rung in reached.items()
-        },
-    }
+    whether it runs on; a stopped arm also the round, rule and reason of its stop, carried from the `previous`
+    round's state while it stays stopped), the form the next round, the study's fit and the adaptive sweep's
+    summary read (`rungs.reached_rungs`, `settled_of_rounds`)."""
+    stops = {d["n"]: d for d in record["decisions"] if d["action"] == "stop"}
+    active = {d["n"] for d in record["decisions"]} - set(stops)
+    earlier = previous["arms"] if previous else {}
+
+    def stop_of(n: int) -> dict[str, Any] | None:
+        if n in stops:
+            return {"round": record["round"], "rule": stop_rule(stops[n]), "reason": stops[n]["reason"]}
+        return earlier.get(str(n), {}).get("stopped")
+
+    arms = {}
+    for n, rung in reached.items():
+        arms[str(n)] = {"rung": rung, "steps": rung_steps[n][rung], "active": n in active}
+        stopped = None if n in active else stop_of(n)
+        if stopped is not None:
+            arms[str(n)]["stopped"] = stopped
+    return {**record, "arms": arms}
+
+
+def settled_of_rounds(state: Mapping[str, Any] | None, evals: pd.DataFrame) -> dict[Key, Settled]:
+    """The arms a workflow round's state (`round_state`) holds stopped by the rule, settled at the compute of
+    their last evaluation in `evals` (`settled_arms`); a round file written before stops were carried in it
+    (no `stopped` entry) settles nothing, and its arms stay censored."""
+    stopped = {int(n): arm["stopped"] for n, arm in (state or {}).get("arms", {}).items() if "stopped" in arm}
+    reached = evals[evals["n"].isin(list(stopped))].groupby("n")["compute_rollouts"].max()
+    return settled_arms({n: record for n, record in stopped.items() if n in reached.index},
+                        {int(n): float(c) for n, c in reached.items()})  # fmt: skip
 
 
 def adaptive_summary(
@@ -658,7 +680,7 @@ def adaptive_summary(
     for r in rounds:
         for d in r["decisions"]:
             if d["action"] == "stop":
-                stopped[d["n"]] = {"round": r["round"], "cap": r["cap"], "reason": d["reason"]}
+                stopped[d["n"]] = {"round": r["round"], "cap": r["cap"], "reason": d["reason"], "rule": stop_rule(d)}
             elif d["action"] == "resume":
                 stopped.pop(d["n"], None)
     spent = sum(arm["compute_reached"] * arm["runs"] for arm in arms.values())
@@ -699,8 +721,8 @@ def workflow_round(
     reached = reached_rungs(arms, previous, rung)
     steps = {n: rung_steps[n][reached[n]] for n in arms}
     active = [n for n in arms if previous is None or previous["arms"][str(n)]["active"]]
-    fit = fit_round(evals, counts, base, fits, k, seed, base_counts)
+    fit = fit_round(evals, counts, base, fits, k, seed, base_counts, settled_of_rounds(previous, evals))
     record, audit = decide_round(
         fit, steps, active, settings, previous["audit"] if previous else None, rung, caps[rung], prior, previous, caps[-1]
     )  # fmt: skip
-    return round_state({**record, "audit": audit}, reached, rung_steps)
+    return round_state({**record, "audit": audit}, reached, rung_steps, previous)

@@ -42,8 +42,9 @@ SAME_COMPUTE_DECADES = 0.05
 
 @dataclass(frozen=True)
 class Settled:
-    """Where a sweep's rule stopped a run with a judgement that it is behind beyond its stop: the compute it
-    reached (`compute`), the rule's name and the reason in words, with the assumption the judgement rests on."""
+    """A run a sweep's rule stopped at its last point with a judgement that it is behind beyond it: the compute
+    it reached (`compute`, in rollouts, the measure the sweep decides in: for the record), the rule's name and
+    the reason in words, with the assumption the judgement rests on."""
 
     compute: float
     rule: str
@@ -60,7 +61,7 @@ class Curve:
     fit: RewardFit | FitFailure
     # The compute of the run's first optimizer step: the least compute at which it could have been measured.
     first_step: float = 0.0
-    # Where a sweep's rule judged the run behind: beyond that compute it is no candidate (not censored).
+    # Where a sweep's rule judged the run behind at its last point: beyond it no candidate (not censored).
     settled: Settled | None = None
 
     @property
@@ -85,13 +86,11 @@ class Curve:
     def censored(self, compute: np.ndarray) -> np.ndarray:
         """The curve's value where it is censored at `compute` (beyond its last point, or between its first
         step and its first point), NaN elsewhere. An unfitted curve has no value there to extrapolate: its
-        value is the metric's ceiling, 1 (it may lead anywhere it is censored). Beyond the compute where a
-        sweep's rule settled it (`settled`) it is not censored: no candidate."""
+        value is the metric's ceiling, 1 (it may lead anywhere it is censored). Beyond the last point of a run
+        a sweep's rule settled there (`settled`) it is not censored: no candidate."""
         low, high = self.measured_range
         slack = 10**SAME_COMPUTE_DECADES
-        after = compute > high * slack
-        if self.settled is not None:
-            after &= compute <= self.settled.compute * slack
+        after = (compute > high * slack) & (self.settled is None)
         outside = after | ((compute < low / slack) & (compute >= self.first_step))
         reward = np.asarray(self.fit(compute), dtype=float) if isinstance(self.fit, RewardFit) else np.ones(len(compute))
         return np.where(outside, reward, np.nan)

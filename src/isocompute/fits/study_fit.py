@@ -270,9 +270,9 @@ def _settled_at(curves: Sequence[Curve], compute: float, by: Sequence[str]) -> l
     slack = 10**SAME_COMPUTE_DECADES
     return [
         f"{', '.join(f'{c} = {v}' for c, v in zip(by, curve.key))}: stopped by the sweep's rule "
-        f"{curve.settled.rule!r} at C = {curve.settled.compute:.4g}, judged behind beyond it: no candidate here"
+        f"{curve.settled.rule!r} at C = {curve.settled.compute:.4g} rollouts, judged behind beyond it: no candidate here"
         for curve in curves
-        if curve.settled is not None and compute > curve.settled.compute * slack
+        if curve.settled is not None and compute > curve.measured_range[1] * slack
     ]
 
 
