@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from known_truth import recovery
-from prior_truth import MISMATCHED, PAIRS, REALISTIC, SHIFTED, replay_b, run_pairs
+from prior_truth import MISMATCHED, PAIRS, REALISTIC, REFUSED, SHIFTED, replay_b, run_pairs
 
 from isocompute.adaptive.decisions import above_own_plateau, decide, decide_round, round_state
 from isocompute.adaptive.prior import (
@@ -182,46 +182,48 @@ def test_the_plan_from_the_paper_law_runs_the_plateau_s_arms_to_c_max_and_stops_
 # Known truth in pairs: slow (a fit of A and two replays of B per pair and seed), a CI step of its own.
 @pytest.fixture(scope="module")
 def pairs() -> dict[tuple[str, int], dict[str, Any]]:
-    return run_pairs([*SHIFTED, *MISMATCHED], (0, 1, 2))
+    return run_pairs([*SHIFTED, *MISMATCHED, *REFUSED], (0, 1, 2))
 
 
-# What the pairs reached under the fits of issue 40 (censored runs, sets that hold at every point at once, a
-# plateau reached at two material points), which read fewer material points and fewer identified laws than the
-# fits the prior was tuned on (issue 36: 26-49 % per pair-seed): the stops behind and above the plateau fire
-# later. The figures of issue 36 are in docs/log/adaptive-prior.md; these are what is asserted now, so that a
-# further loss fails.
-SHIFTED_SHARE = 0.70
+# What the pairs reached once the fits read the arms the sweep's rule stopped as settled, not censored
+# (docs/log/adaptive-prior.md, 2026-12-06, "Stopped arms settled"): 27-52 % per pair-seed, mean 41 %, at most
+# 0.78 of today's spend, B's law within a factor 2 at >= 95 % of its points on all 18. Asserted with a little
+# room, so that the loss the censored reading caused (`constant` on every shared-grid pair-seed) fails.
+SHIFTED_SHARE = 0.55
+SHIFTED_MEAN_SHARE = 0.49
+SHIFTED_RATIO = 0.80
+SHIFTED_MEAN_RATIO = 0.78
 REALISTIC_SHARE = 0.80
 
 
 @pytest.mark.heavy
 @pytest.mark.parametrize("name", SHIFTED)
 def test_a_shifted_pair_spends_less_than_today_and_keeps_b_s_law(pairs: dict, name: str) -> None:
-    """With A's law as the prior, B's sweep never spends more than today's rule, at most `SHIFTED_SHARE` of
-    the grid, and what it keeps gives no false law: where B's law is reported it is within a factor 2 of B's
-    truth at 80 % of the points. On the per-run schedules it is reported on two seeds of three or more; on the
-    shared grid the kept data now give `constant` on every seed (measured 2026-12-06): the arms the prior
-    stopped are censored runs to the fits of issue 40, which may lead beyond their stop (issue 41's work)."""
-    kept = 0
+    """With A's law as the prior, followed to the end, B's sweep spends at most `SHIFTED_SHARE` of the grid and
+    `SHIFTED_RATIO` of today's rule on every seed (`SHIFTED_MEAN_SHARE`, `SHIFTED_MEAN_RATIO` over the seeds),
+    and the kept data report B's law, within a factor 2 of B's truth at 90 % of the points, on every seed: the
+    arms the prior and the rules stopped are settled, so the points beyond their stops stay evidence."""
+    shares, ratios = [], []
     for seed in (0, 1, 2):
         result = pairs[(name, seed)]
         with_prior, today = result["with"], result["plain"]
-        share = with_prior["share_of_full_grid"]
-        print(f"{name} seed {seed}: {share:.1%} with the prior, {today['share_of_full_grid']:.1%} by today's rule")
-        assert with_prior["prior"]["status"] in ("followed", "fallen back"), (name, seed)
-        assert share <= SHIFTED_SHARE and with_prior["rollouts_spent"] <= today["rollouts_spent"], (name, seed)
+        shares.append(with_prior["share_of_full_grid"])
+        ratios.append(with_prior["rollouts_spent"] / today["rollouts_spent"])
+        print(f"{name} seed {seed}: {shares[-1]:.1%} with the prior, {today['share_of_full_grid']:.1%} by today's rule")
+        assert with_prior["prior"]["status"] == "followed", (name, seed)
+        assert shares[-1] <= SHIFTED_SHARE and ratios[-1] <= SHIFTED_RATIO, (name, seed)
         recovered = recovery(PAIRS[name].b, with_prior["fits"])
-        assert recovered is None or recovered >= 0.8, (name, seed)
-        kept += recovered is not None
-    assert kept >= 2 or not name.startswith("seeds_"), name
+        assert recovered is not None and recovered >= 0.9, (name, seed, with_prior["fits"]["optimum"]["n"].get("kind"))
+    assert np.mean(shares) <= SHIFTED_MEAN_SHARE and np.mean(ratios) <= SHIFTED_MEAN_RATIO, (name, shares, ratios)
 
 
 @pytest.mark.heavy
 @pytest.mark.parametrize("name", MISMATCHED)
 def test_a_mismatched_pair_reports_no_law_b_s_truth_contradicts(pairs: dict, name: str) -> None:
     """A prior B's truth contradicts gives B no false law: where the kept data report one it recovers B's own
-    truth. (A flat B has no material point to contradict the prior with: the sweep may follow it, and the
-    kept data then report no law.)"""
+    truth. A falling B and a plateau three doublings below A's contradict the prior and fall back on every
+    seed; a flat B has no material point to contradict it with, so the sweep follows it and the kept data
+    report no law."""
     for seed in (0, 1, 2):
         result = pairs[(name, seed)]
         law = result["with"]["fits"]["optimum"]["n"]
@@ -229,6 +231,10 @@ def test_a_mismatched_pair_reports_no_law_b_s_truth_contradicts(pairs: dict, nam
         print(f"{name} seed {seed}: {result['with']['share_of_full_grid']:.0%} with the prior, "
               f"{result['plain']['share_of_full_grid']:.0%} by today's rule; prior {result['with']['prior']['status']}")
         assert share is None or share >= 0.8, (name, seed, law)
+        if name == "flat":
+            assert not law["ok"], (name, seed, law)
+        else:
+            assert result["with"]["prior"]["status"] == "fallen back", (name, seed)
 
 
 @pytest.mark.heavy
