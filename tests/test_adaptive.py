@@ -23,6 +23,7 @@ from isocompute.adaptive.decisions import (
     decide,
     replay,
     round_state,
+    settled_arms,
     settled_of_rounds,
 )
 from isocompute.adaptive.rungs import AdaptiveError, AdaptiveSettings, reached_rungs, rung_caps, trained_rungs
@@ -55,6 +56,32 @@ def reached_steps(paper: tuple, arms: set[int], cap: float) -> dict[int, int]:
     evals = paper[0]
     seen = evals[evals["n"].isin(arms) & (evals["compute_rollouts"] <= cap)]
     return {int(n): int(group["step"].max()) for n, group in seen.groupby("n")}
+
+
+def test_an_arm_the_rule_stopped_is_settled_beyond_its_stop_where_a_run_that_ended_is_censored(paper: tuple) -> None:
+    """The paper-like truth with its largest arm (n = 512) cut at 1e5 rollouts, as the plateau rule or a prior
+    stops an arm above the plateau: read as a run that ended, it may lead beyond its stop, those points are
+    `censored` (no evidence) and the law is lost; told that the rule stopped it (settled), it is no candidate
+    there, the points say why, none is censored, and the law is back."""
+    evals, counts, base, base_reward = paper
+    largest = int(evals["n"].max())
+    cut = lambda table: table[(table["n"] != largest) | (table["compute_rollouts"] <= 1e5)]  # noqa: E731
+    replicas = resample_evals(cut(counts), K, BOOTSTRAP, 0, ("n",), base)
+    ended = fit_study(cut(evals), options(base_reward), replicas=replicas)
+    reached = float(cut(evals).query("n == @largest")["compute_rollouts"].max())
+    stopped = {largest: {"rule": "plateau", "reason": "above the plateau of the data's own law so far"}}
+    settled = fit_study(cut(evals), options(base_reward), replicas=replicas, settled=settled_arms(stopped, {largest: reached}))
+    censored = [i for i, row in enumerate(ended["optimum_points"]) if row["status"]["n"] == "censored"]
+    assert censored and all(f"n = {largest}, measured only" in ended["optimum_points"][i]["tie_reason"]["n"] for i in censored)
+    assert not ended["optimum"]["n"]["ok"]
+    for i in censored:
+        row = settled["optimum_points"][i]
+        assert row["status"]["n"] != "censored" and largest not in row["leaders"]["n"], row
+        assert row["settled"] == [f"n = {largest}: stopped by the sweep's rule 'plateau' at C = {reached:.4g} rollouts, "
+                                  "judged behind beyond it: no candidate here"]  # fmt: skip
+    curve = next(c for c in settled["curves"] if c["key"]["n"] == largest)
+    assert curve["settled"]["rule"] == "plateau" and "keeps its plateau below it" in curve["settled"]["reason"]
+    assert settled["optimum"]["n"]["ok"], settled["optimum"]["n"]
 
 
 def test_the_frontiers_arm_and_its_neighbours_continue_even_when_far_below(paper: tuple) -> None:
