@@ -65,7 +65,10 @@ def test_an_arm_the_rule_stopped_is_settled_beyond_its_stop_where_a_run_that_end
     there, the points say why, none is censored, and the law is back."""
     evals, counts, base, base_reward = paper
     largest = int(evals["n"].max())
-    cut = lambda table: table[(table["n"] != largest) | (table["compute_rollouts"] <= 1e5)]  # noqa: E731
+
+    def cut(table: pd.DataFrame) -> pd.DataFrame:
+        return table[(table["n"] != largest) | (table["compute_rollouts"] <= 1e5)]
+
     replicas = resample_evals(cut(counts), K, BOOTSTRAP, 0, ("n",), base)
     ended = fit_study(cut(evals), options(base_reward), replicas=replicas)
     reached = float(cut(evals).query("n == @largest")["compute_rollouts"].max())
@@ -77,8 +80,8 @@ def test_an_arm_the_rule_stopped_is_settled_beyond_its_stop_where_a_run_that_end
     for i in censored:
         row = settled["optimum_points"][i]
         assert row["status"]["n"] != "censored" and largest not in row["leaders"]["n"], row
-        assert row["settled"] == [f"n = {largest}: stopped by the sweep's rule 'plateau' at C = {reached:.4g} rollouts, "
-                                  "judged behind beyond it: no candidate here"]  # fmt: skip
+        why = f"n = {largest}: stopped by the sweep's rule 'plateau' at C = {reached:.4g} rollouts, judged behind beyond it"
+        assert row["settled"] == [f"{why}: no candidate here"]
     curve = next(c for c in settled["curves"] if c["key"]["n"] == largest)
     assert curve["settled"]["rule"] == "plateau" and "keeps its plateau below it" in curve["settled"]["reason"]
     assert settled["optimum"]["n"]["ok"], settled["optimum"]["n"]
