@@ -193,7 +193,7 @@ SHIFTED_SHARE = 0.55
 SHIFTED_MEAN_SHARE = 0.49
 SHIFTED_RATIO = 0.80
 SHIFTED_MEAN_RATIO = 0.78
-REALISTIC_SHARE = 0.80
+REALISTIC_SHARE = 0.65
 
 
 @pytest.mark.heavy
@@ -240,16 +240,14 @@ def test_a_mismatched_pair_reports_no_law_b_s_truth_contradicts(pairs: dict, nam
 @pytest.mark.heavy
 @pytest.mark.parametrize("name", list(REALISTIC))
 def test_without_a_prior_a_realistic_table_spends_under_its_bound_and_keeps_its_law(name: str) -> None:
-    """Without a prior a realistic table spends at most `REALISTIC_SHARE` of its grid; its kept law, where
-    reported, is within a factor 2 of the truth at 80 % of the points, and is reported on two seeds of three."""
-    kept = 0
+    """Without a prior a realistic table spends at most `REALISTIC_SHARE` of its grid (measured 45-60 %, mean
+    52 %, with stopped arms settled) and its kept law is within a factor 2 of the truth at 90 % of the points on
+    every seed (measured: identified at >= 95 % on all nine)."""
     for seed in (0, 1, 2):
         result = replay_b(REALISTIC[name], seed, None)
         assert result["share_of_full_grid"] <= REALISTIC_SHARE, (name, seed)
         recovered = recovery(REALISTIC[name], result["fits"])
-        assert recovered is None or recovered >= 0.8, (name, seed)
-        kept += recovered is not None
-    assert kept >= 2, name
+        assert recovered is not None and recovered >= 0.9, (name, seed, result["fits"]["optimum"]["n"].get("kind"))
 
 
 def test_a_resumed_arm_trains_the_rungs_it_missed_at_the_next_one() -> None:
