@@ -317,7 +317,7 @@ def format_rule_estimate(jobs: Sequence[JobRequest], adaptable: set[tuple[str, s
         f"the adaptive rule (sweep.mode: adaptive, no prior) on the {len(adaptable)} runs of the fixed-B_problem "
         f"studies with three arms or more ({training:,.0f} of the {total:,.0f} GPU-hours requested are their training; "
         f"fixed-B and joint studies sharing them left out): expected {cut(total, training, mean):,.0f} GPU-hours "
-        f"({cut(total, training, high):,.0f} to {cut(total, training, low):,.0f}) against the full grid's {total:,.0f}"
+        f"({cut(total, training, low):,.0f} to {cut(total, training, high):,.0f}) against the full grid's {total:,.0f}"
     )
     source = (
         f"  from {MEASURED_SOURCE.format(mean=mean, low=low, high=high)}: `isocompute replay` on a table like "
@@ -327,8 +327,8 @@ def format_rule_estimate(jobs: Sequence[JobRequest], adaptable: set[tuple[str, s
     if needs:
         whole = sum(need.gpu_hours for need in needs)
         part = sum(need.gpu_hours for need in needs if (need.problem_set, need.run) in adaptable)
-        lines.append(f"  by the step model: training {cut(whole, part, mean):,.0f} GPU-hours ({cut(whole, part, high):,.0f} "
-                     f"to {cut(whole, part, low):,.0f}) against the full grid's {whole:,.0f}")  # fmt: skip
+        lines.append(f"  by the step model: training {cut(whole, part, mean):,.0f} GPU-hours ({cut(whole, part, low):,.0f} "
+                     f"to {cut(whole, part, high):,.0f}) against the full grid's training {whole:,.0f}")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -391,7 +391,7 @@ def format_adaptive_plan(adaptive: AdaptivePlan) -> str:
     ]
     spread = (
         "" if adaptive.share_range is None else
-        f" ({adaptive.expected_at(adaptive.share_range[1]):,.1f} to {adaptive.expected_at(adaptive.share_range[0]):,.1f})"
+        f" ({adaptive.expected_at(adaptive.share_range[0]):,.1f} to {adaptive.expected_at(adaptive.share_range[1]):,.1f})"
     )  # fmt: skip
     lines.append(
         f"expected case: {adaptive.expected_gpu_hours:,.1f} GPU-hours{spread}: the adaptive runs' training "
