@@ -466,8 +466,8 @@ def decide_round(
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """One round after rung `index` (its compute cap `cap`): every active arm decided on `fit` (the study
     fit of what the arms had measured, with a bootstrap); with a prior, its rules and check (`follow_prior`;
-    `compute_max` the last rung's cap); without one, or once it fell back, the plateau of the data's own law
-    (`above_own_plateau`); each rule's state carried from the `previous` round's record; the audit carried
+    `compute_max` the last rung's cap); without one, once it fell back, or beside a leaders prior (no law), the
+    plateau of the data's own law (`above_own_plateau`); each rule's state carried from the `previous` round's record; the audit carried
     on. Returns the round's record (its cap, n* at the top of the reached range, the law's verdict, every
     decision with its numbers, the prior's and the plateau rule's states) and the audit to carry into the
     next round; the replay and the workflow's rounds both decide through it (the workflow with every rule)."""
@@ -477,7 +477,8 @@ def decide_round(
     if prior is not None:
         decisions, state = follow_prior(fit, decisions, steps, prior, previous.get("prior"), index, compute_max or cap)
     plateau = previous.get("plateau")
-    if "plateau" in rules and (state is None or state["status"] == "fallen back"):
+    # A leaders prior (a refused law's sets, no law of its own) does not stand in for the data's own law.
+    if "plateau" in rules and (prior is None or prior.law is None or state is None or state["status"] == "fallen back"):
         decisions, plateau = above_own_plateau(fit, decisions, steps, plateau)
     audit, decisions = _audit(audit, decisions, index, cap, settings)
     law = fit["optimum"]["n"]
