@@ -163,7 +163,8 @@ RULE_RECOVERY = 0.9
 def test_the_rule_keeps_the_law_where_successive_halving_loses_it(family: str, seed: int) -> None:
     """The benchmark's rows for the rule and successive halving on one draw (with counts): the rule spends at
     most `RULE_SHARE` of the grid and keeps the law at `RULE_RECOVERY` of the points; successive halving spends
-    less and is not right (no law within a factor 2 at 80 % of the points). About 30 s a draw on 2 cores."""
+    less and is not right (no law within a factor 2 at 80 % of the points). 77 s for the four draws on the
+    shared 2-core machine (2026-12-06)."""
     results = replay_draw(FAMILIES[family], seed, True, ["isocompute", "successive_halving"])
     rule, peer = results["isocompute"], results["successive_halving"]
     _, right, recovered = outcome(family, rule["fits"])
