@@ -343,9 +343,8 @@ def replay(
             steps[n] = rung_step(checkpoints[n], cap, last)
         if last:
             break
-        reached = {n: _compute_at(checkpoints[n], steps[n]) for n in stopped}
         fit = fit_seen(evals, counts, steps, options, k, bootstrap, seed, base_counts, 0.0, frontier_points,
-                       settled_arms(stopped, reached))  # fmt: skip
+                       settled_arms(stopped, {n: _compute_at(checkpoints[n], steps[n]) for n in stopped}))  # fmt: skip
         record, audit = decide_round(
             fit, steps, active, settings, audit, index, cap, prior, rounds[-1] if rounds else None, compute_max, rules
         )
@@ -466,9 +465,9 @@ def decide_round(
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """One round after rung `index` (its compute cap `cap`): every active arm decided on `fit` (the study
     fit of what the arms had measured, with a bootstrap); with a prior, its rules and check (`follow_prior`;
-    `compute_max` the last rung's cap); without one, once it fell back, or beside a leaders prior (no law), the
-    plateau of the data's own law (`above_own_plateau`); each rule's state carried from the `previous` round's record; the audit carried
-    on. Returns the round's record (its cap, n* at the top of the reached range, the law's verdict, every
+    `compute_max` the last rung's cap); without one, once it fell back, or beside a leaders prior (no law),
+    the plateau of the data's own law (`above_own_plateau`); each rule's state carried from the `previous`
+    round's record; the audit carried on. Returns the round's record (its cap, n* at the top of the reached range, the law's verdict, every
     decision with its numbers, the prior's and the plateau rule's states) and the audit to carry into the
     next round; the replay and the workflow's rounds both decide through it (the workflow with every rule)."""
     previous = previous or {}
