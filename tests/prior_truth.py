@@ -9,7 +9,8 @@ tests/test_prior.py asserts the figures; docs/log/adaptive-prior.md holds the me
 Model B differs from A as a new model would. Shifted pairs: midpoints a factor 3 earlier or later, a plateau
 one n lower, a smaller gain per doubling; on the paper preset's shared grid and on per-run power-of-two
 schedules with two seeds. Mismatched pairs: B flat (every n the same curve), B falling, B's plateau three
-doublings below A's.
+doublings below A's. Refused pairs: A's law is refused (`close_not_monotone`, `noise` on every seed), so A's
+prior is its material points' leader sets (`prior.prior_of_fit`); B is A's truth 3x later, or a rising one.
 """
 
 from __future__ import annotations
@@ -30,13 +31,14 @@ from known_truth import (
     K,
     Scenario,
     close_ladder,
+    dominated,
     draw,
     fit_repetition,
     recovery,
 )
 
 from isocompute.adaptive.decisions import replay
-from isocompute.adaptive.prior import Prior, prior_of_law
+from isocompute.adaptive.prior import Prior, prior_of_fit
 from isocompute.adaptive.rungs import RULES
 from isocompute.sampling.metrics import summarize_counts
 
@@ -53,6 +55,7 @@ class Pair:
     a: Scenario
     b: Scenario
     mismatched: bool = False
+    refused: bool = False
 
 
 def _shared(name: str, first: tuple[float, float], **ladder: Any) -> Scenario:
@@ -64,6 +67,12 @@ def _two_seeds(name: str, mid: float, **ladder: Any) -> Scenario:
     ns = (2, 4, 8, 16, 32, 64, 128, 256)
     return Scenario(name, close_ladder(ns, (0.40, mid), **{"ceiling_step": 0.03, "mid_step": 0.45, "slope": 1.2, "top": 64, **ladder}),
                     1.0, 2.0**23, 0, seeds=2, problems=400)  # fmt: skip
+
+
+def _not_monotone(name: str, mid: float) -> Scenario:
+    """`close_not_monotone`'s truth (n* 8 -> 64 -> 16 -> 128 -> 256) with its first midpoint at 10^`mid`."""
+    curves = dominated(close_ladder((8, 64, 16, 128, 256), (0.45, mid), 0.05, 0.5), {32: 16, 512: 256, 1024: 256}, drop=0.03)
+    return Scenario(name, curves, *SHARED_GRID)
 
 
 A_SHARED = CLOSE["close_shared_saturating"]
@@ -80,10 +89,13 @@ PAIRS = {
         Pair("flat", A_SHARED, CLOSE["close_flat"], mismatched=True),
         Pair("falling", A_SHARED, CLOSE["close_falling"], mismatched=True),
         Pair("plateau_3_below", A_SHARED, _shared("b_plateau_32", (0.45, 3.6), top=32), mismatched=True),
+        Pair("refused_later", CLOSE["close_not_monotone"], _not_monotone("b_not_monotone_later", 3.6 + SHIFT), refused=True),
+        Pair("refused_rising", CLOSE["close_not_monotone"], _shared("b_later", (0.45, 3.6 + SHIFT)), refused=True),
     )
 }
-SHIFTED = [name for name, pair in PAIRS.items() if not pair.mismatched]
+SHIFTED = [name for name, pair in PAIRS.items() if not pair.mismatched and not pair.refused]
 MISMATCHED = [name for name, pair in PAIRS.items() if pair.mismatched]
+REFUSED = [name for name, pair in PAIRS.items() if pair.refused]
 
 # Realistic replay tables without a prior: every n 8-1024 on the paper preset's shared grid, n* rising 8 -> 256
 # on close curves that are still rising at C_max (their ceilings not yet identified), with counts.
@@ -98,9 +110,10 @@ REALISTIC = {
 
 
 def fitted_prior(scenario: Scenario, seed: int) -> Prior:
-    """Model A's law as `isocompute fit` reports it (with counts, its verdict and replicas), as a prior."""
+    """Model A's study fit as `isocompute fit` reports it (with counts, its verdict and replicas), as a prior:
+    its law, or where the verdict refused it, its material points' leader sets."""
     fit = fit_repetition(scenario, seed, BOOTSTRAP)
-    return prior_of_law(fit["optimum"]["n"], f"{scenario.name} seed {seed}")
+    return prior_of_fit(fit, f"{scenario.name} seed {seed}")
 
 
 # Today's rule, before the prior: the bound on a saturated arm's ceiling alone.
@@ -145,9 +158,10 @@ def main(seeds: Sequence[int], names: Sequence[str]) -> None:
                   f"{with_prior['rollouts_spent'] / plain['rollouts_spent']:>6.2f} {'-' if share is None else f'{share:.0%}':>10}  "
                   f"{verdict(with_prior['fits']):44} {fallback(with_prior)}")  # fmt: skip
             stops = ", ".join(f"n={a['n']}@{a['compute_reached']:.3g}" for a in with_prior["arms"] if "stopped" in a)
-            print(f"{'':22}prior's law L {result['prior'].law[0]:.2f} k {result['prior'].law[1]:.2f} "
-                  f"C0 {result['prior'].law[2]:.2f} b {result['prior'].law[3]:.2f}; stopped: {stops or 'none'}; "
-                  f"plain's verdict {verdict(plain['fits'])}")  # fmt: skip
+            law = result["prior"].law
+            prior = (f"leaders at {len(result['prior'].points)} points" if law is None else
+                     f"law L {law[0]:.2f} k {law[1]:.2f} C0 {law[2]:.2f} b {law[3]:.2f}")  # fmt: skip
+            print(f"{'':22}prior's {prior}; stopped: {stops or 'none'}; plain's verdict {verdict(plain['fits'])}")
 
 
 def main_plain(seeds: Sequence[int]) -> None:

@@ -16,7 +16,16 @@ from adaptive_truth import agreement, full_verdict, options, redraw, verdict_kin
 from conftest import REPO
 from known_truth import SCENARIOS, K, draw, recovery
 
-from isocompute.adaptive.decisions import BEHIND_DOUBLINGS, REWARD_MAX, ceiling_bound, decide, replay, round_state
+from isocompute.adaptive.decisions import (
+    BEHIND_DOUBLINGS,
+    REWARD_MAX,
+    ceiling_bound,
+    decide,
+    replay,
+    round_state,
+    settled_arms,
+    settled_of_rounds,
+)
 from isocompute.adaptive.rungs import AdaptiveError, AdaptiveSettings, reached_rungs, rung_caps, trained_rungs
 from isocompute.cli import main
 from isocompute.fits.bootstrap import resample_evals
@@ -47,6 +56,35 @@ def reached_steps(paper: tuple, arms: set[int], cap: float) -> dict[int, int]:
     evals = paper[0]
     seen = evals[evals["n"].isin(arms) & (evals["compute_rollouts"] <= cap)]
     return {int(n): int(group["step"].max()) for n, group in seen.groupby("n")}
+
+
+def test_an_arm_the_rule_stopped_is_settled_beyond_its_stop_where_a_run_that_ended_is_censored(paper: tuple) -> None:
+    """The paper-like truth with its largest arm (n = 512) cut at 1e5 rollouts, as the plateau rule or a prior
+    stops an arm above the plateau: read as a run that ended, it may lead beyond its stop, those points are
+    `censored` (no evidence) and the law is lost; told that the rule stopped it (settled), it is no candidate
+    there, the points say why, none is censored, and the law is back."""
+    evals, counts, base, base_reward = paper
+    largest = int(evals["n"].max())
+
+    def cut(table: pd.DataFrame) -> pd.DataFrame:
+        return table[(table["n"] != largest) | (table["compute_rollouts"] <= 1e5)]
+
+    replicas = resample_evals(cut(counts), K, BOOTSTRAP, 0, ("n",), base)
+    ended = fit_study(cut(evals), options(base_reward), replicas=replicas)
+    reached = float(cut(evals).query("n == @largest")["compute_rollouts"].max())
+    stopped = {largest: {"rule": "plateau", "reason": "above the plateau of the data's own law so far"}}
+    settled = fit_study(cut(evals), options(base_reward), replicas=replicas, settled=settled_arms(stopped, {largest: reached}))
+    censored = [i for i, row in enumerate(ended["optimum_points"]) if row["status"]["n"] == "censored"]
+    assert censored and all(f"n = {largest}, measured only" in ended["optimum_points"][i]["tie_reason"]["n"] for i in censored)
+    assert not ended["optimum"]["n"]["ok"]
+    for i in censored:
+        row = settled["optimum_points"][i]
+        assert row["status"]["n"] != "censored" and largest not in row["leaders"]["n"], row
+        why = f"n = {largest}: stopped by the sweep's rule 'plateau' at C = {reached:.4g} rollouts, judged behind beyond it"
+        assert row["settled"] == [f"{why}: no candidate here"]
+    curve = next(c for c in settled["curves"] if c["key"]["n"] == largest)
+    assert curve["settled"]["rule"] == "plateau" and "keeps its plateau below it" in curve["settled"]["reason"]
+    assert settled["optimum"]["n"]["ok"], settled["optimum"]["n"]
 
 
 def test_the_frontiers_arm_and_its_neighbours_continue_even_when_far_below(paper: tuple) -> None:
@@ -269,19 +307,28 @@ def test_cli_replay_writes_the_replay_and_refuses_a_table_without_counts_columns
 
 
 def test_a_round_carries_each_arms_state_into_the_next() -> None:
-    """The workflow's rounds: an arm stopped at round 0 stays at its rung; the others reach the next rung."""
+    """The workflow's rounds: an arm stopped at round 0 stays at its rung, with the rule that stopped it, which
+    the next rounds' fits read as settled there (at its last evaluation); the others reach the next rung."""
     rung_steps = {2: [4, 16, 64], 4: [2, 8, 32], 8: [1, 4, 16], 16: [0, 2, 8]}
     reached = reached_rungs(sorted(rung_steps), None, 0)
     assert reached == {2: 0, 4: 0, 8: 0, 16: 0}
-    record = {"decisions": [{"n": 2, "action": "stop"}, *({"n": n, "action": "extend"} for n in (4, 8, 16))]}
+    stop = {"n": 2, "action": "stop", "reason": "left behind a rising frontier", "numbers": {"rule": "behind"}}
+    record = {"round": 0, "decisions": [stop, *({"n": n, "action": "extend", "numbers": {}} for n in (4, 8, 16))]}
     first = round_state(record, reached, rung_steps)
-    assert first["arms"]["2"] == {"rung": 0, "steps": 4, "active": False}
+    assert first["arms"]["2"] == {"rung": 0, "steps": 4, "active": False,
+                                  "stopped": {"round": 0, "rule": "behind", "reason": "left behind a rising frontier"}}  # fmt: skip
     assert first["arms"]["16"] == {"rung": 0, "steps": 0, "active": True}
     reached = reached_rungs(sorted(rung_steps), first, 1)
     assert reached == {2: 0, 4: 1, 8: 1, 16: 1}
-    second = round_state({"decisions": [{"n": n, "action": "extend"} for n in (4, 8, 16)]}, reached, rung_steps)
-    assert second["arms"]["2"]["active"] is False and second["arms"]["8"] == {"rung": 1, "steps": 4, "active": True}
+    second = round_state({"round": 1, "decisions": [{"n": n, "action": "extend"} for n in (4, 8, 16)]}, reached, rung_steps, first)
+    assert second["arms"]["2"]["stopped"]["round"] == 0 and second["arms"]["8"] == {"rung": 1, "steps": 4, "active": True}
     assert trained_rungs(rung_steps[16], 2) == [1, 2] and trained_rungs([2, 2, 5], 2) == [0, 2]
+    evals = pd.DataFrame({"n": [2, 2, 4], "compute_rollouts": [64.0, 256.0, 512.0]})
+    settled = settled_of_rounds(second, evals)
+    assert list(settled) == [(2,)] and settled[(2,)].compute == 256.0 and settled[(2,)].rule == "behind"
+    assert "on the assumption that n* rises" in settled[(2,)].reason
+    # A round file written before stops were carried settles nothing: its stopped arms stay censored.
+    assert settled_of_rounds({"arms": {"2": {"rung": 0, "steps": 4, "active": False}}}, evals) == {}
 
 
 @pytest.mark.parametrize("prior", ["paper_easy", {"L": 4.0, "k": 3.0, "log10_c0": 4.0, "b": 1.0}, {"easy": "paper_easy"}])

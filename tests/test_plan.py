@@ -9,7 +9,16 @@ import pytest
 from conftest import REPO
 
 from isocompute.cli import main
-from isocompute.plan.requests import JobRequest, PlanError, adaptive_plan, format_table, plan, summarize
+from isocompute.plan.requests import (
+    MEASURED_SHARES,
+    JobRequest,
+    PlanError,
+    adaptive_plan,
+    format_table,
+    plan,
+    plan_report,
+    summarize,
+)
 
 PAPER = REPO / "config" / "presets" / "paper.yaml"
 
@@ -49,7 +58,10 @@ def test_embedded_default_requests_no_gpu(capsys: pytest.CaptureFixture[str]) ->
     train = next(line.split() for line in lines if line.startswith("train_grpo "))
     # Easy: five n at B_problem = 16 and three at B = 128 (n = 8 shared); Hard: three n at B_problem = 16.
     assert train[1] == "10"
-    assert lines[-1].split()[0] == "total" and lines[-1].split()[-1] == "0.0"
+    total = next(line.split() for line in lines if line.startswith("total "))
+    assert total[-1] == "0.0"
+    # The plan ends with the adaptive rule's estimate on the same grid: nothing on a GPU, so nothing to save.
+    assert lines[-2].startswith("the adaptive rule (sweep.mode: adaptive, no prior) on the ") and "against the full grid's 0" in lines[-2]
 
 
 def test_overlaid_presets_plan_the_last_word() -> None:
@@ -154,6 +166,31 @@ def test_an_adaptive_sweep_plans_its_worst_and_expected_cases(
     assert "missing ['rollouts_full_grid']" in capsys.readouterr().err
     assert main(["plan", "--directory", str(REPO), "--replay", str(replay)]) == 2
     assert "the config runs the full grid" in capsys.readouterr().err
+
+
+def test_the_paper_preset_s_plan_gives_the_adaptive_rule_s_expected_gpu_hours_beside_the_full_grid_s(
+    paper: pd.DataFrame, tmp_path: Path
+) -> None:
+    """The full grid's plan ends with the rule's expected cost on the same grid: the training of the 64 runs of
+    the fixed-B_problem studies with three arms or more (Hard's B_problem = 1,024 has two: n = 8, 16) cut to the
+    shares measured on the realistic replay tables, their mean and range, said to be those; an adaptive config
+    without a replay or a prior gets the same shares as its expected case."""
+    text = plan_report([PAPER], directory=REPO)
+    total = paper["gpu_hours"].sum()
+    training = 64 * 8 * 48
+    mean, low, high = MEASURED_SHARES
+    assert f"on the 64 runs of the fixed-B_problem studies with three arms or more ({training:,.0f} of the {total:,.0f}" in text
+    expected = [total - (1 - share) * training for share in (mean, low, high)]
+    assert (f"expected {expected[0]:,.0f} GPU-hours ({expected[1]:,.0f} to {expected[2]:,.0f}) against the full grid's "
+            f"{total:,.0f}") in text  # fmt: skip
+    assert f"mean {mean:.0%}, {low:.0%} to {high:.0%} over 9 draws" in text and "not a replay of this study" in text
+    adaptive = tmp_path / "adaptive.yaml"
+    adaptive.write_text(
+        "studies: {fixed_b_problem: [32, 64, 128, 256, 512], fixed_batch: [], joint: false}\nsweep: {mode: adaptive}\n"
+    )
+    cases = adaptive_plan([PAPER, adaptive], directory=REPO)
+    assert cases is not None and cases.share == mean and cases.share_range == (low, high)
+    assert "realistic replay tables" in cases.source
 
 
 def test_a_new_models_sweep_with_the_paper_law_as_its_prior_plans_its_expected_case(capsys: pytest.CaptureFixture[str]) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from known_truth import recovery
-from prior_truth import MISMATCHED, PAIRS, REALISTIC, SHIFTED, replay_b, run_pairs
+from prior_truth import MISMATCHED, PAIRS, REALISTIC, REFUSED, SHIFTED, replay_b, run_pairs
 
 from isocompute.adaptive.decisions import above_own_plateau, decide, decide_round, round_state
 from isocompute.adaptive.prior import (
@@ -21,6 +21,7 @@ from isocompute.adaptive.prior import (
     contradiction,
     load_prior,
     planned_reach,
+    prior_stop,
 )
 from isocompute.adaptive.rungs import AdaptiveError, AdaptiveSettings, reached_rungs, rung_caps, trained_rungs
 from isocompute.fits.forms import optimum_curve
@@ -139,6 +140,35 @@ def test_without_a_prior_the_data_s_own_identified_plateau_stops_the_arms_above_
     assert [(d.n, d.action) for d in decisions] == [(1024, "resume")] and state == {"stopped": []}
 
 
+def test_a_refused_law_s_study_is_a_prior_of_its_material_leaders(tmp_path: Path) -> None:
+    """A study whose law was refused (here `noise`) still resolved its leaders at its material points: its band
+    is their sets (the simultaneous `band`) within half a decade, widened by a doubling, and nothing elsewhere;
+    leaders outside it contradict it; it stops an arm above it only where it covers the range up to C_max, and
+    never one below it (no law says n* keeps rising). With no material point it is no prior."""
+    points = [
+        {"compute": 1e5, "status": {"n": "material"}, "leaders": {"n": [16]}, "band": {"n": [16, 32]}},
+        {"compute": 1e6, "status": {"n": "all_lead"}, "leaders": {"n": [8, 16, 32, 64]}, "band": {"n": [8, 16, 32, 64]}},
+        {"compute": 4e6, "status": {"n": "material"}, "leaders": {"n": [64]}, "band": {"n": [64, 128]}},
+    ]
+    fit = {"optimum": {"n": {"ok": False, "kind": "noise"}}, "optimum_points": points}
+    (tmp_path / "noise.json").write_text(json.dumps(fit))
+    prior = load_prior(str(tmp_path / "noise.json"))
+    assert prior.law is None and prior.points == ((5.0, 4.0, 5.0), (np.log10(4e6), 6.0, 7.0)) and "noise" in prior.source
+    assert prior.band(2e5) == (3.0, 6.0) and prior.band(1e6) == (-np.inf, np.inf)
+    assert prior.band(8e6) == (5.0, 8.0)
+    assert contradiction(prior, fit_of([(1e5, [128])], 128)["optimum_points"])["leaders"] == [128]
+    assert contradiction(prior, fit_of([(1e6, [1024])], 1024)["optimum_points"]) is None  # no point near 1e6
+    assert prior_stop(prior, 512, 2e6, 8e6, [64]) is not None and prior_stop(prior, 128, 2e6, 8e6, [64]) is None
+    assert prior_stop(prior, 512, 2e6, 1e8, [64]) is None  # nothing near C_max = 1e8: it cannot say
+    assert prior_stop(prior, 8, 4e6, 8e6, [64]) is None  # below it: no law, no stop
+    assert Prior.from_params(prior.to_params()) == prior and planned_reach(prior, ARMS, [1e5, 1e6, 8e6]) == dict.fromkeys(ARMS, 8e6)
+    assert set(EASY.to_params()) == {"source", "law", "replicas"}  # a law prior's params as before
+    fit["optimum_points"] = [points[1]]
+    (tmp_path / "nothing.json").write_text(json.dumps(fit))
+    with pytest.raises(AdaptiveError, match="no compute point's leaders are material: it is no prior"):
+        load_prior(str(tmp_path / "nothing.json"))
+
+
 def test_the_plan_from_the_paper_law_runs_the_plateau_s_arms_to_c_max_and_stops_the_small_ones_early() -> None:
     caps = rung_caps(2.0**14, 2.0**24, 2.0)
     reach = planned_reach(EASY, ARMS, caps)
@@ -152,46 +182,48 @@ def test_the_plan_from_the_paper_law_runs_the_plateau_s_arms_to_c_max_and_stops_
 # Known truth in pairs: slow (a fit of A and two replays of B per pair and seed), a CI step of its own.
 @pytest.fixture(scope="module")
 def pairs() -> dict[tuple[str, int], dict[str, Any]]:
-    return run_pairs([*SHIFTED, *MISMATCHED], (0, 1, 2))
+    return run_pairs([*SHIFTED, *MISMATCHED, *REFUSED], (0, 1, 2))
 
 
-# What the pairs reached under the fits of issue 40 (censored runs, sets that hold at every point at once, a
-# plateau reached at two material points), which read fewer material points and fewer identified laws than the
-# fits the prior was tuned on (issue 36: 26-49 % per pair-seed): the stops behind and above the plateau fire
-# later. The figures of issue 36 are in docs/log/adaptive-prior.md; these are what is asserted now, so that a
-# further loss fails.
-SHIFTED_SHARE = 0.70
-REALISTIC_SHARE = 0.80
+# What the pairs reached once the fits read the arms the sweep's rule stopped as settled, not censored
+# (docs/log/adaptive-prior.md, 2026-12-06, "Stopped arms settled"): 27-52 % per pair-seed, mean 41 %, at most
+# 0.78 of today's spend, B's law within a factor 2 at >= 95 % of its points on all 18. Asserted with a little
+# room, so that the loss the censored reading caused (`constant` on every shared-grid pair-seed) fails.
+SHIFTED_SHARE = 0.55
+SHIFTED_MEAN_SHARE = 0.49
+SHIFTED_RATIO = 0.80
+SHIFTED_MEAN_RATIO = 0.78
+REALISTIC_SHARE = 0.65
 
 
 @pytest.mark.heavy
 @pytest.mark.parametrize("name", SHIFTED)
 def test_a_shifted_pair_spends_less_than_today_and_keeps_b_s_law(pairs: dict, name: str) -> None:
-    """With A's law as the prior, B's sweep never spends more than today's rule, at most `SHIFTED_SHARE` of
-    the grid, and what it keeps gives no false law: where B's law is reported it is within a factor 2 of B's
-    truth at 80 % of the points. On the per-run schedules it is reported on two seeds of three or more; on the
-    shared grid the kept data now give `constant` on every seed (measured 2026-12-06): the arms the prior
-    stopped are censored runs to the fits of issue 40, which may lead beyond their stop (issue 41's work)."""
-    kept = 0
+    """With A's law as the prior, followed to the end, B's sweep spends at most `SHIFTED_SHARE` of the grid and
+    `SHIFTED_RATIO` of today's rule on every seed (`SHIFTED_MEAN_SHARE`, `SHIFTED_MEAN_RATIO` over the seeds),
+    and the kept data report B's law, within a factor 2 of B's truth at 90 % of the points, on every seed: the
+    arms the prior and the rules stopped are settled, so the points beyond their stops stay evidence."""
+    shares, ratios = [], []
     for seed in (0, 1, 2):
         result = pairs[(name, seed)]
         with_prior, today = result["with"], result["plain"]
-        share = with_prior["share_of_full_grid"]
-        print(f"{name} seed {seed}: {share:.1%} with the prior, {today['share_of_full_grid']:.1%} by today's rule")
-        assert with_prior["prior"]["status"] in ("followed", "fallen back"), (name, seed)
-        assert share <= SHIFTED_SHARE and with_prior["rollouts_spent"] <= today["rollouts_spent"], (name, seed)
+        shares.append(with_prior["share_of_full_grid"])
+        ratios.append(with_prior["rollouts_spent"] / today["rollouts_spent"])
+        print(f"{name} seed {seed}: {shares[-1]:.1%} with the prior, {today['share_of_full_grid']:.1%} by today's rule")
+        assert with_prior["prior"]["status"] == "followed", (name, seed)
+        assert shares[-1] <= SHIFTED_SHARE and ratios[-1] <= SHIFTED_RATIO, (name, seed)
         recovered = recovery(PAIRS[name].b, with_prior["fits"])
-        assert recovered is None or recovered >= 0.8, (name, seed)
-        kept += recovered is not None
-    assert kept >= 2 or not name.startswith("seeds_"), name
+        assert recovered is not None and recovered >= 0.9, (name, seed, with_prior["fits"]["optimum"]["n"].get("kind"))
+    assert np.mean(shares) <= SHIFTED_MEAN_SHARE and np.mean(ratios) <= SHIFTED_MEAN_RATIO, (name, shares, ratios)
 
 
 @pytest.mark.heavy
 @pytest.mark.parametrize("name", MISMATCHED)
 def test_a_mismatched_pair_reports_no_law_b_s_truth_contradicts(pairs: dict, name: str) -> None:
     """A prior B's truth contradicts gives B no false law: where the kept data report one it recovers B's own
-    truth. (A flat B has no material point to contradict the prior with: the sweep may follow it, and the
-    kept data then report no law.)"""
+    truth. A falling B and a plateau three doublings below A's contradict the prior and fall back on every
+    seed; a flat B has no material point to contradict it with, so the sweep follows it and the kept data
+    report no law."""
     for seed in (0, 1, 2):
         result = pairs[(name, seed)]
         law = result["with"]["fits"]["optimum"]["n"]
@@ -199,34 +231,55 @@ def test_a_mismatched_pair_reports_no_law_b_s_truth_contradicts(pairs: dict, nam
         print(f"{name} seed {seed}: {result['with']['share_of_full_grid']:.0%} with the prior, "
               f"{result['plain']['share_of_full_grid']:.0%} by today's rule; prior {result['with']['prior']['status']}")
         assert share is None or share >= 0.8, (name, seed, law)
+        if name == "flat":
+            assert not law["ok"], (name, seed, law)
+        else:
+            assert result["with"]["prior"]["status"] == "fallen back", (name, seed)
+
+
+@pytest.mark.heavy
+@pytest.mark.parametrize("name", REFUSED)
+def test_a_refused_law_s_leaders_guide_b_s_sweep_for_no_more_than_today(pairs: dict, name: str) -> None:
+    """A refused A (`close_not_monotone`, `noise` on every seed) is a leaders prior, followed on every seed; B's
+    sweep never spends more than today's rule, and the rising B keeps its law (measured 95-100 %). The
+    not-monotone B's kept data report a law on seeds 0 and 2, as they do without a prior: not asserted
+    (docs/log/adaptive-prior.md, "A refused law as a prior")."""
+    for seed in (0, 1, 2):
+        result = pairs[(name, seed)]
+        with_prior, today = result["with"], result["plain"]
+        assert result["prior"].law is None and with_prior["prior"]["status"] == "followed", (name, seed)
+        assert with_prior["rollouts_spent"] <= today["rollouts_spent"], (name, seed)
+        if name == "refused_rising":
+            recovered = recovery(PAIRS[name].b, with_prior["fits"])
+            assert recovered is not None and recovered >= 0.9, (name, seed)
 
 
 @pytest.mark.heavy
 @pytest.mark.parametrize("name", list(REALISTIC))
 def test_without_a_prior_a_realistic_table_spends_under_its_bound_and_keeps_its_law(name: str) -> None:
-    """Without a prior a realistic table spends at most `REALISTIC_SHARE` of its grid; its kept law, where
-    reported, is within a factor 2 of the truth at 80 % of the points, and is reported on two seeds of three."""
-    kept = 0
+    """Without a prior a realistic table spends at most `REALISTIC_SHARE` of its grid (measured 45-60 %, mean
+    52 %, with stopped arms settled) and its kept law is within a factor 2 of the truth at 90 % of the points on
+    every seed (measured: identified at >= 95 % on all nine)."""
     for seed in (0, 1, 2):
         result = replay_b(REALISTIC[name], seed, None)
         assert result["share_of_full_grid"] <= REALISTIC_SHARE, (name, seed)
         recovered = recovery(REALISTIC[name], result["fits"])
-        assert recovered is None or recovered >= 0.8, (name, seed)
-        kept += recovered is not None
-    assert kept >= 2, name
+        assert recovered is not None and recovered >= 0.9, (name, seed, result["fits"]["optimum"]["n"].get("kind"))
 
 
 def test_a_resumed_arm_trains_the_rungs_it_missed_at_the_next_one() -> None:
     """The workflow's rounds: an arm stopped at round 0 and resumed at round 2 reaches rung 3 next, and its run's
     rung files (the ones the round after reads) are every rung it trains, the missed ones included."""
     rung_steps = {2: [4, 8, 16, 32], 4: [2, 4, 8, 16], 8: [1, 2, 4, 8]}
-    stopped = round_state({"decisions": [{"n": 8, "action": "stop"}, {"n": 2, "action": "extend"}, {"n": 4, "action": "extend"}]},
+    stop = {"n": 8, "action": "stop", "reason": "prior", "numbers": {"rule": "prior"}}
+    stopped = round_state({"round": 0, "decisions": [stop, {"n": 2, "action": "extend"}, {"n": 4, "action": "extend"}]},
                           reached_rungs(sorted(rung_steps), None, 0), rung_steps)  # fmt: skip
-    assert stopped["arms"]["8"] == {"rung": 0, "steps": 1, "active": False}
-    held = round_state({"decisions": [{"n": 2, "action": "extend"}, {"n": 4, "action": "extend"}]},
-                       reached_rungs(sorted(rung_steps), stopped, 1), rung_steps)  # fmt: skip
-    resumed = round_state({"decisions": [{"n": 2, "action": "extend"}, {"n": 4, "action": "extend"}, {"n": 8, "action": "resume"}]},
-                          reached_rungs(sorted(rung_steps), held, 2), rung_steps)  # fmt: skip
+    assert stopped["arms"]["8"] == {"rung": 0, "steps": 1, "active": False, "stopped": {"round": 0, "rule": "prior", "reason": "prior"}}
+    held = round_state({"round": 1, "decisions": [{"n": 2, "action": "extend"}, {"n": 4, "action": "extend"}]},
+                       reached_rungs(sorted(rung_steps), stopped, 1), rung_steps, stopped)  # fmt: skip
+    assert held["arms"]["8"]["stopped"]["round"] == 0
+    resumed = round_state({"round": 2, "decisions": [{"n": 2, "action": "extend"}, {"n": 4, "action": "extend"}, {"n": 8, "action": "resume"}]},
+                          reached_rungs(sorted(rung_steps), held, 2), rung_steps, held)  # fmt: skip
     assert resumed["arms"]["8"] == {"rung": 0, "steps": 1, "active": True}
     reached = reached_rungs(sorted(rung_steps), resumed, 3)
     assert reached[8] == 3 and trained_rungs(rung_steps[8], reached[8]) == [0, 1, 2, 3]

@@ -1,13 +1,22 @@
 # The input functions and values of rules/fit.smk's rules (the Snakemake linter keeps functions out of
 # files with rules).
 def get_study_fit_inputs(wildcards):
+    """A study's runs and the base model's; for an adaptive sweep's study also its last round, which says
+    which arms the sweep's rule stopped, where and why (they are settled, not censored, in its fit)."""
     runs = study_of(wildcards).runs(GRID)
+    adaptive = (wildcards.problem_set, wildcards.study) in ADAPTIVE_STUDIES
+    where = f"{wildcards.problem_set}/{wildcards.study}"
     return {
         "evals": run_files(runs, "evals.parquet"),
         "val_counts": run_files(runs, "val_counts.parquet"),
         "base": results(f"evaluation/{wildcards.problem_set}/base_model.parquet"),
         "base_counts": results(
             f"evaluation/{wildcards.problem_set}/base_counts.parquet"
+        ),
+        "last_round": (
+            [results(f"sweep/{where}/round{len(ADAPTIVE_CAPS) - 2}.json")]
+            if adaptive
+            else []
         ),
     }
 

@@ -60,7 +60,8 @@ from isocompute.adaptive.rungs import (
 from isocompute.errors import plain
 from isocompute.fits.bootstrap import resample_evals
 from isocompute.fits.curves import FitOptions
-from isocompute.fits.forms import RewardFit, reward_fit_from_json
+from isocompute.fits.forms import Key, RewardFit, reward_fit_from_json
+from isocompute.fits.frontier import Settled
 from isocompute.fits.leaders import RESOLVED_SHARE
 from isocompute.fits.study_fit import fit_study
 
@@ -75,6 +76,15 @@ BEHIND_DOUBLINGS = 2
 BANDS = {
     "problems": "bootstrap of the validation problems, from per-problem counts",
     "residuals": "residual bootstrap of each curve, no per-problem counts",
+}
+# What each stop rule's judgement rests on: an arm it stopped is behind beyond its stop on this assumption, so
+# the fits of the sweep's data read it as no candidate there (`settled_arms`), where a run that merely ended is
+# censored. The bound's is the study's own form; the others add the form of the law of n*.
+STOP_ASSUMPTIONS = {
+    "bound": "curves only rise, and its identified ceiling's upper band lies below the frontier's lower edge",
+    "behind": "n* rises as the data showed, so a larger n that overtook it stays ahead",
+    "plateau": "the data's identified law keeps its plateau below it (it resumes if the law or the frontier moves)",
+    "prior": "the new model's law stays in the prior's band, as it did at every material point measured",
 }
 
 @dataclass(frozen=True)
@@ -333,20 +343,23 @@ def replay(
             steps[n] = rung_step(checkpoints[n], cap, last)
         if last:
             break
-        fit = fit_seen(evals, counts, steps, options, k, bootstrap, seed, base_counts, 0.0, frontier_points)
+        fit = fit_seen(evals, counts, steps, options, k, bootstrap, seed, base_counts, 0.0, frontier_points,
+                       settled_arms(stopped, {n: _compute_at(checkpoints[n], steps[n]) for n in stopped}))  # fmt: skip
         record, audit = decide_round(
             fit, steps, active, settings, audit, index, cap, prior, rounds[-1] if rounds else None, compute_max, rules
         )
         for decision in record["decisions"]:
             if decision["action"] == "stop":
                 active.remove(decision["n"])
-                stopped[decision["n"]] = {"round": index, "cap": cap, "reason": decision["reason"]}
+                stopped[decision["n"]] = {"round": index, "cap": cap, "reason": decision["reason"],
+                                          "rule": stop_rule(decision)}  # fmt: skip
             elif decision["action"] == "resume":
                 active = sorted({*active, decision["n"]})
                 stopped.pop(decision["n"], None)
         rounds.append(record)
     outcome = kept_outcome(evals, counts, checkpoints, steps, stopped, options, k, bootstrap, seed, base_counts,
-                           holdout_decades, frontier_points)  # fmt: skip
+                           holdout_decades, frontier_points,
+                           settled_arms(stopped, {n: _compute_at(checkpoints[n], steps[n]) for n in stopped}))  # fmt: skip
     return {
         "policy": "isocompute",
         "settings": asdict(settings),
@@ -405,14 +418,16 @@ def kept_outcome(
     base_counts: pd.DataFrame | None,
     holdout_decades: float,
     frontier_points: int,
+    settled: Mapping[Key, Settled],
 ) -> dict[str, Any]:
     """What a replay reports of the run a policy kept (each arm to `steps`, `stopped` saying where and why),
     one definition for the rule and its peers so that their shares and laws compare: the rollouts spent
     against the full grid's, what the bands resample, per arm its steps and compute reached, and `fits`,
-    the kept rows fitted as the rule's replay fits them (`fit_seen`, with the held-out check)."""
+    the kept rows fitted as the rule's replay fits them (`fit_seen`, with the held-out check), the arms in
+    `settled` no candidates beyond their stops (the policy's judgement), every other stopped arm censored."""
     arms = sorted(checkpoints)
     kept = fit_seen(evals, counts, steps, options, k, bootstrap, seed, base_counts, holdout_decades,
-                    frontier_points)  # fmt: skip
+                    frontier_points, settled)  # fmt: skip
     spent = _rollouts(evals, steps)
     full = _rollouts(evals, {n: max(s for s, _ in checkpoints[n]) for n in arms})
     kind = kept["bootstrap"]["kind"]
@@ -450,9 +465,9 @@ def decide_round(
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """One round after rung `index` (its compute cap `cap`): every active arm decided on `fit` (the study
     fit of what the arms had measured, with a bootstrap); with a prior, its rules and check (`follow_prior`;
-    `compute_max` the last rung's cap); without one, or once it fell back, the plateau of the data's own law
-    (`above_own_plateau`); each rule's state carried from the `previous` round's record; the audit carried
-    on. Returns the round's record (its cap, n* at the top of the reached range, the law's verdict, every
+    `compute_max` the last rung's cap); without one, once it fell back, or beside a leaders prior (no law),
+    the plateau of the data's own law (`above_own_plateau`); each rule's state carried from the `previous`
+    round's record; the audit carried on. Returns the round's record (its cap, n* at the top of the reached range, the law's verdict, every
     decision with its numbers, the prior's and the plateau rule's states) and the audit to carry into the
     next round; the replay and the workflow's rounds both decide through it (the workflow with every rule)."""
     previous = previous or {}
@@ -461,7 +476,8 @@ def decide_round(
     if prior is not None:
         decisions, state = follow_prior(fit, decisions, steps, prior, previous.get("prior"), index, compute_max or cap)
     plateau = previous.get("plateau")
-    if "plateau" in rules and (state is None or state["status"] == "fallen back"):
+    # A leaders prior (a refused law's sets, no law of its own) does not stand in for the data's own law.
+    if "plateau" in rules and (prior is None or prior.law is None or state is None or state["status"] == "fallen back"):
         decisions, plateau = above_own_plateau(fit, decisions, steps, plateau)
     audit, decisions = _audit(audit, decisions, index, cap, settings)
     law = fit["optimum"]["n"]
@@ -485,10 +501,12 @@ def fit_round(
     k: int,
     seed: int,
     base_counts: pd.DataFrame | None = None,
+    settled: Mapping[Key, Settled] | None = None,
 ) -> dict[str, Any]:
     """The fit a workflow round decides on: the headline metric (`fits.metric`) of a fixed-B_problem
     study's evaluations so far, in rollouts, with `fits.bootstrap` replicas of its per-problem counts and
-    the study's own fit options (`fits:`), so a round sees what the study's final fit would see."""
+    the study's own fit options (`fits:`), the arms the rule stopped `settled` (`settled_of_rounds`), so a
+    round sees what the study's final fit would see."""
     options = FitOptions.from_config(
         fits, fits["metric"], "compute_rollouts", ("n",), float(base[fits["metric"]]) if fits["anchor_r0"] else None
     )
@@ -497,7 +515,7 @@ def fit_round(
     replicas = resample_evals(kept_counts, k, fits["bootstrap"], seed, ("n",), base_counts)
     return fit_study(
         kept, options, min_compute=fits["min_compute"], frontier_points=fits["frontier_points"], replicas=replicas,
-        holdout_decades=0.0,
+        holdout_decades=0.0, settled=settled,
     )  # fmt: skip
 
 
@@ -512,16 +530,35 @@ def fit_seen(
     base_counts: pd.DataFrame | None,
     holdout_decades: float,
     frontier_points: int,
+    settled: Mapping[Key, Settled] | None = None,
 ) -> dict[str, Any]:
     """The study fit of the rows each arm had reached, bootstrapped from those rows' counts, or without
-    counts from those rows' residuals (`fit_study`'s own residual bootstrap, `isocompute fit`'s)."""
+    counts from those rows' residuals (`fit_study`'s own residual bootstrap, `isocompute fit`'s); the arms in
+    `settled` (`settled_arms`) are no candidates beyond their stops."""
     seen = evals[evals["step"] <= evals["n"].map(steps)]
     if counts is None:
         return fit_study(seen, options, frontier_points=frontier_points, holdout_decades=holdout_decades,
-                         resamples=bootstrap, seed=seed)  # fmt: skip
+                         resamples=bootstrap, seed=seed, settled=settled)  # fmt: skip
     seen_counts = counts[counts["step"] <= counts["n"].map(steps)]
     replicas = resample_evals(seen_counts, k, bootstrap, seed, ("n",), base_counts)
-    return fit_study(seen, options, frontier_points=frontier_points, replicas=replicas, holdout_decades=holdout_decades)
+    return fit_study(seen, options, frontier_points=frontier_points, replicas=replicas, holdout_decades=holdout_decades,
+                     settled=settled)  # fmt: skip
+
+
+def stop_rule(decision: Mapping[str, Any]) -> str:
+    """The rule behind a stop decision (a `Decision` as JSON): its `rule` number, the ceiling bound's where none."""
+    return str(decision["numbers"].get("rule", "bound"))
+
+
+def settled_arms(stopped: Mapping[int, Mapping[str, Any]], reached: Mapping[int, float]) -> dict[Key, Settled]:
+    """The arms the rule stopped (`stopped`: n to why and by which `rule`), each settled at the compute it
+    reached (`reached`): the rule judged it behind beyond its stop, on the assumption `STOP_ASSUMPTIONS` names,
+    so the fits read it as no candidate there rather than as a run that merely ended (censored)."""
+    return {
+        (n,): Settled(float(reached[n]), record["rule"],
+                      f"{record['reason']} (on the assumption that {STOP_ASSUMPTIONS.get(record['rule'], 'its rule holds')})")
+        for n, record in stopped.items()
+    }  # fmt: skip
 
 
 def _audit(
@@ -591,19 +628,41 @@ def _rollouts(evals: pd.DataFrame, steps: Mapping[int, int]) -> float:
 
 
 def round_state(
-    record: Mapping[str, Any], reached: Mapping[int, int], rung_steps: Mapping[int, Sequence[int]]
+    record: Mapping[str, Any],
+    reached: Mapping[int, int],
+    rung_steps: Mapping[int, Sequence[int]],
+    previous: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A workflow round's record with each arm's state after it (`arms`: the rung and steps it reached and
-    whether it runs on), the form the next round and the adaptive sweep's summary read
-    (`rungs.reached_rungs`)."""
-    stops = {d["n"] for d in record["decisions"] if d["action"] == "stop"}
-    active = {d["n"] for d in record["decisions"]} - stops
-    return {
-        **record,
-        "arms": {
-            str(n): {"rung": rung, "steps": rung_steps[n][rung], "active": n in active} for n, rung in reached.items()
-        },
-    }
+    whether it runs on; a stopped arm also the round, rule and reason of its stop, carried from the `previous`
+    round's state while it stays stopped), the form the next round, the study's fit and the adaptive sweep's
+    summary read (`rungs.reached_rungs`, `settled_of_rounds`)."""
+    stops = {d["n"]: d for d in record["decisions"] if d["action"] == "stop"}
+    active = {d["n"] for d in record["decisions"]} - set(stops)
+    earlier = previous["arms"] if previous else {}
+
+    def stop_of(n: int) -> dict[str, Any] | None:
+        if n in stops:
+            return {"round": record["round"], "rule": stop_rule(stops[n]), "reason": stops[n]["reason"]}
+        return earlier.get(str(n), {}).get("stopped")
+
+    arms = {}
+    for n, rung in reached.items():
+        arms[str(n)] = {"rung": rung, "steps": rung_steps[n][rung], "active": n in active}
+        stopped = None if n in active else stop_of(n)
+        if stopped is not None:
+            arms[str(n)]["stopped"] = stopped
+    return {**record, "arms": arms}
+
+
+def settled_of_rounds(state: Mapping[str, Any] | None, evals: pd.DataFrame) -> dict[Key, Settled]:
+    """The arms a workflow round's state (`round_state`) holds stopped by the rule, settled at the compute of
+    their last evaluation in `evals` (`settled_arms`); a round file written before stops were carried in it
+    (no `stopped` entry) settles nothing, and its arms stay censored."""
+    stopped = {int(n): arm["stopped"] for n, arm in (state or {}).get("arms", {}).items() if "stopped" in arm}
+    reached = evals[evals["n"].isin(list(stopped))].groupby("n")["compute_rollouts"].max()
+    return settled_arms({n: record for n, record in stopped.items() if n in reached.index},
+                        {int(n): float(c) for n, c in reached.items()})  # fmt: skip
 
 
 def adaptive_summary(
@@ -621,7 +680,7 @@ def adaptive_summary(
     for r in rounds:
         for d in r["decisions"]:
             if d["action"] == "stop":
-                stopped[d["n"]] = {"round": r["round"], "cap": r["cap"], "reason": d["reason"]}
+                stopped[d["n"]] = {"round": r["round"], "cap": r["cap"], "reason": d["reason"], "rule": stop_rule(d)}
             elif d["action"] == "resume":
                 stopped.pop(d["n"], None)
     spent = sum(arm["compute_reached"] * arm["runs"] for arm in arms.values())
@@ -662,8 +721,8 @@ def workflow_round(
     reached = reached_rungs(arms, previous, rung)
     steps = {n: rung_steps[n][reached[n]] for n in arms}
     active = [n for n in arms if previous is None or previous["arms"][str(n)]["active"]]
-    fit = fit_round(evals, counts, base, fits, k, seed, base_counts)
+    fit = fit_round(evals, counts, base, fits, k, seed, base_counts, settled_of_rounds(previous, evals))
     record, audit = decide_round(
         fit, steps, active, settings, previous["audit"] if previous else None, rung, caps[rung], prior, previous, caps[-1]
     )  # fmt: skip
-    return round_state({**record, "audit": audit}, reached, rung_steps)
+    return round_state({**record, "audit": audit}, reached, rung_steps, previous)

@@ -19,7 +19,11 @@ bootstrap), so that a share or a law differs only by the policy.
 Every policy obeys the replay's `min_steps` (no arm stops before that many optimizer steps), so the rule's
 one guard against deciding on an arm's first noisy points binds the peers too. Beyond it a peer reads only
 ranks at equal compute; it has no bands, no frontier guards and no audit, and the kept data's law is
-fitted exactly as the rule's is, so what a peer's stops cost shows in its verdict and its recovery.
+fitted exactly as the rule's is, so what a peer's stops cost shows in its verdict and its recovery. One
+difference is by design: the rule's stops are judgements that an arm stays behind over the rest of the range,
+so the kept data's fit reads the rule's stopped arms as settled (no candidates beyond their stops,
+`decisions.settled_arms`), while a prune says only that the arm ranked low at equal compute, where curves
+cross: a pruned arm stays censored (it may lead beyond its stop, and the points where it may are no evidence).
 """
 
 from __future__ import annotations
@@ -132,8 +136,10 @@ def peer_replay(
             chosen.setdefault("max_resource", _resources(caps)[-1])
         steps, stopped = _optuna_sweep(name, chosen, checkpoints, caps, metric, seed, settings.min_steps)
         described = {"name": f"optuna.pruners.{name}", "settings": chosen, "order": sorted(checkpoints)}
+    # A prune is a rank at equal compute, no judgement that the arm stays behind (curves cross): its run is
+    # censored in the kept data's fit, as any run that ended, where the rule's stops are settled.
     outcome = kept_outcome(evals, counts, checkpoints, steps, stopped, options, k, bootstrap, seed,
-                           base_counts, holdout_decades, frontier_points)  # fmt: skip
+                           base_counts, holdout_decades, frontier_points, settled={})  # fmt: skip
     return {"policy": policy, "pruner": described, "settings": asdict(settings), "rungs": caps, **outcome}
 
 

@@ -20,6 +20,14 @@ arm, its neighbours, or an arm under `min_steps`):
   more below every leader there, stops: under a rising law the band only rises, so the arm never returns
   to the frontier.
 
+A finished study whose law was refused (`noise`, `not_resolved`, `not_monotone`, `constant`, too few points)
+still resolved its leaders at its material points: there its n* lay in the sets that hold at every point at
+once (`band`, 95 %). Such a study is a *leaders prior* (`Prior.points`): its band at a compute is those sets
+at the study's material points within `SHIFT_DECADES` of it, widened by `SPREAD_DOUBLINGS`, and nothing
+where it had none (no check, no stop there). It assumes no law: the check is the same, the arms above it
+stop only where the band covers the rest of the range up to C_max (`Prior.ceiling`), and no arm stops below
+it (that needs a rising law). A study with no material point is no prior.
+
 The first material point whose leaders all lie outside the band contradicts the prior (an earlier or
 later midpoint than the band allows, another plateau, a flat or falling truth). From that round the
 sweep *falls back* to the plain rule for the rest of the range: every arm the prior stopped resumes, and
@@ -60,19 +68,28 @@ LAW_KEYS = ("L", "k", "log10_c0", "b")
 
 @dataclass(frozen=True)
 class Prior:
-    """A law of log2 n* against log10 C (rollouts), with its bootstrap replicas' laws where it has them."""
+    """A law of log2 n* against log10 C (rollouts), with its bootstrap replicas' laws where it has them; or, for a
+    study whose law was refused (`law` None), its material points' leader sets: per point (log10 C, log2 of the
+    lowest and of the highest value that leads)."""
 
     source: str
-    law: tuple[float, float, float, float]
+    law: tuple[float, float, float, float] | None
     replicas: tuple[tuple[float, float, float, float], ...] = field(default=())
+    points: tuple[tuple[float, float, float], ...] = field(default=())
 
     @property
     def rising(self) -> bool:
-        return self.law[0] > 0
+        return self.law is not None and self.law[0] > 0
 
     def band(self, compute: float, spread: float = SPREAD_DOUBLINGS) -> tuple[float, float]:
         """The band of log2 n* at `compute`: the prior's law and its replicas' (2.5 to 97.5 %), shifted by up to
-        `SHIFT_DECADES` in compute and widened by `spread` doublings."""
+        `SHIFT_DECADES` in compute and widened by `spread` doublings; a leaders prior's sets at its points within
+        `SHIFT_DECADES`, widened alike, and (-inf, inf) where it has no point there (it says nothing)."""
+        if self.law is None:
+            near = [(low, high) for c, low, high in self.points if abs(c - np.log10(compute)) <= SHIFT_DECADES + 1e-9]
+            if not near:
+                return -np.inf, np.inf
+            return min(low for low, _ in near) - spread, max(high for _, high in near) + spread
         laws = np.array([self.law, *self.replicas])
         x = np.log10(compute) + _SHIFTS
         values = np.array([optimum_curve(x, *law) for law in laws])  # (laws, shifts)
@@ -80,16 +97,33 @@ class Prior:
         high = np.percentile(values, 97.5, axis=0).max() if len(laws) > 1 else values.max()
         return float(low - spread), float(high + spread)
 
+    def ceiling(self, c_top: float, c_max: float) -> float:
+        """log2 of the largest n* the prior allows from `c_top` to `c_max` (no spread): a rising law's at `c_max`;
+        a leaders prior's highest set at its points from half a decade below `c_top` on, and inf unless it has a
+        point within `SHIFT_DECADES` of `c_max` (it cannot say that n* stays below an arm where it has none)."""
+        if self.law is not None:
+            return self.band(c_max, spread=0.0)[1]
+        ahead = [high for c, _, high in self.points if c >= np.log10(c_top) - SHIFT_DECADES]
+        if not ahead or np.isinf(self.band(c_max, spread=0.0)[1]):
+            return np.inf
+        return max(ahead)
+
     def to_params(self) -> dict[str, Any]:
-        """The prior as a workflow rule's params (plain lists): `from_params` reads it back."""
+        """The prior as a workflow rule's params (plain lists): `from_params` reads it back. A law prior's are
+        what they were before leaders priors existed, so a sweep under way keeps its rounds' params."""
+        if self.law is None:
+            return {"source": self.source, "law": None, "replicas": [], "points": [list(p) for p in self.points]}
         return {"source": self.source, "law": list(self.law), "replicas": [list(r) for r in self.replicas]}
 
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> Prior:
-        return cls(params["source"], tuple(params["law"]), tuple(tuple(r) for r in params["replicas"]))  # type: ignore[arg-type]
+        law = params["law"]
+        return cls(params["source"], None if law is None else tuple(law), tuple(tuple(r) for r in params["replicas"]),  # type: ignore[arg-type]
+                   tuple(tuple(p) for p in params.get("points", ())))  # type: ignore[arg-type]  # fmt: skip
 
     def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, **dict(zip(LAW_KEYS, self.law)), "replicas": len(self.replicas),
+        what = {"leader_points": len(self.points)} if self.law is None else dict(zip(LAW_KEYS, self.law))
+        return {"source": self.source, **what, "replicas": len(self.replicas),
                 "shift_decades": SHIFT_DECADES, "spread_doublings": SPREAD_DOUBLINGS}  # fmt: skip
 
 
@@ -97,7 +131,8 @@ def load_prior(spec: str | Mapping[str, Any], metric: str = "avg@4") -> Prior:
     """The prior named by `spec` (the config's `sweep.prior`, `isocompute replay --prior`): the paper's law by
     name (`PAPER_LAWS`), a law {L, k, log10_c0, b}, or a JSON file holding one: a study's fits.json (its
     `metric` fit in rollouts), one study fit (`isocompute fit`'s or a replay's `fits`), or a law entry.
-    Refused, naming the file and key, where it holds no law or a law its own verdict refused."""
+    A study fit whose law was refused is a leaders prior (`prior_of_fit`). Refused, naming the file and key, where
+    it holds no law, or a refused law with no material point."""
     if isinstance(spec, Mapping):
         return Prior("config", _law_of(spec, "sweep.prior"))
     if spec in PAPER_LAWS:
@@ -109,13 +144,15 @@ def load_prior(spec: str | Mapping[str, Any], metric: str = "avg@4") -> Prior:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as error:
         raise AdaptiveError(f"{spec}: not JSON ({error})") from None
-    entry, where = _law_entry(data, metric, spec)
-    return prior_of_law(entry, str(spec), where)
+    fit, where = _study_fit(data, metric, spec)
+    if fit is None:
+        return prior_of_law(data, str(spec), where)
+    return prior_of_fit(fit, str(spec), where)
 
 
 def prior_of_law(entry: Mapping[str, Any], source: str, where: str = "optimum.n") -> Prior:
     """The prior of a law entry of a study fit (`fit_study`'s `optimum.n`): its law and its replicas' laws
-    (`samples`), refused where its verdict refused the law."""
+    (`samples`), refused where its verdict refused the law (`prior_of_fit` reads what such a study still says)."""
     if not entry.get("ok", True):
         raise AdaptiveError(f"{source}: the law at {where} was refused ({entry.get('kind')}): it is no prior")
     law = _law_of(entry, f"{source}: {where}")
@@ -124,24 +161,43 @@ def prior_of_law(entry: Mapping[str, Any], source: str, where: str = "optimum.n"
     return Prior(source, law, replicas)  # type: ignore[arg-type]
 
 
-def _law_entry(data: Any, metric: str, spec: str) -> tuple[Mapping[str, Any], str]:
-    """The law of n* in a fits.json, a study fit, a replay or a bare law, and where it was found."""
+def prior_of_fit(fit: Mapping[str, Any], source: str, where: str = "optimum.n") -> Prior:
+    """The prior of a study fit (`fit_study`'s JSON): its law where its verdict reported one (`prior_of_law`);
+    where it refused the law, a leaders prior of its material points, each with the sets that hold at every
+    point at once (`band`, where the fit has replicas; else its leaders). Refused where it has no material
+    point: it then resolved nothing about n*."""
+    entry = fit["optimum"]["n"]
+    if entry.get("ok", True):
+        return prior_of_law(entry, source, where)
+    points = tuple(
+        (float(np.log10(point["compute"])), float(np.log2(min(sets))), float(np.log2(max(sets))))
+        for point in material_points(fit.get("optimum_points", []))
+        for sets in [(point.get("band") or point["leaders"])["n"]]
+    )
+    if not points:
+        raise AdaptiveError(f"{source}: the law at {where} was refused ({entry.get('kind')}) and no compute point's "
+                            f"leaders are material: it is no prior")  # fmt: skip
+    return Prior(f"{source} (leaders: law refused, {entry.get('kind')})", None, points=points)
+
+
+def _study_fit(data: Any, metric: str, spec: str) -> tuple[Mapping[str, Any] | None, str]:
+    """The study fit in a fits.json, a study fit or a replay (None for a bare law), and where it was found."""
     if isinstance(data, Mapping) and "fits" in data and "optimum" not in data:
         fits = data["fits"]
         if "optimum" in fits:  # a replay's kept data
-            return fits["optimum"]["n"], "fits.optimum.n"
+            return fits, "fits.optimum.n"
         if metric not in fits or "compute_rollouts" not in fits[metric]:
             raise AdaptiveError(f"{spec}: no {metric} fit in rollouts (fits.{metric}.compute_rollouts)")
-        optimum = fits[metric]["compute_rollouts"]["optimum"]
-        if "n" not in optimum:
+        fit = fits[metric]["compute_rollouts"]
+        if "n" not in fit["optimum"]:
             raise AdaptiveError(f"{spec}: its study fits no law of n (fits.{metric}.compute_rollouts.optimum.n)")
-        return optimum["n"], f"fits.{metric}.compute_rollouts.optimum.n"
+        return fit, f"fits.{metric}.compute_rollouts.optimum.n"
     if isinstance(data, Mapping) and "optimum" in data:
         if "n" not in data["optimum"]:
             raise AdaptiveError(f"{spec}: its study fits no law of n (optimum.n)")
-        return data["optimum"]["n"], "optimum.n"
+        return data, "optimum.n"
     if isinstance(data, Mapping):
-        return data, "the top level"
+        return None, "the top level"
     raise AdaptiveError(f"{spec}: holds no law (a fits.json, a study fit or {{L, k, log10_c0, b}})")
 
 
@@ -179,9 +235,9 @@ def prior_stop(prior: Prior, n: int, c_top: float, c_max: float, top_leaders: Se
     """Why the followed prior stops arm `n` (no guard; it reads the frontier, so `min_steps` does not apply), or
     None: above the prior's law at `c_max`, or, for a rising prior, below it at `c_top` and
     `PRIOR_BEHIND_DOUBLINGS` below every leader there (`top_leaders`, a material point's)."""
-    high_at_max = prior.band(c_max, spread=0.0)[1]
-    if np.log2(n) > high_at_max:
-        return (f"above the plateau of {prior.source} (n* <= {2**high_at_max:.3g} at C = {c_max:.4g}, its replicas' "
+    high = prior.ceiling(c_top, c_max)
+    if np.log2(n) > high:
+        return (f"above the plateau of {prior.source} (n* <= {2**high:.3g} up to C = {c_max:.4g}, its replicas' "
                 f"97.5 %): not needed unless the frontier climbs to it, when it resumes as a guard")  # fmt: skip
     if not prior.rising or top_leaders is None:
         return None
@@ -198,11 +254,15 @@ def planned_reach(prior: Prior, arms: Sequence[int], caps: Sequence[float]) -> d
     """The compute cap at which each arm is expected to stop (C_max: it runs to the end) if the new model's
     law is the prior's: the plan's expected case, by the rounds' own rules, with the frontier's arm at each
     cap the grid's n nearest the prior's law and the leaders that arm alone. The worst case is the full
-    grid: a prior contradicted at the last round resumes every arm it stopped."""
+    grid: a prior contradicted at the last round resumes every arm it stopped. A leaders prior (no law) has no
+    frontier's arm to plan from: every arm to C_max, the worst case."""
     arms = sorted(arms)
+    if prior.law is None:
+        return dict.fromkeys(arms, caps[-1])
+    law = prior.law
 
     def top(cap: float) -> int:
-        return arms[int(np.argmin(np.abs(np.log2(arms) - optimum_curve(np.log10(cap), *prior.law))))]
+        return arms[int(np.argmin(np.abs(np.log2(arms) - optimum_curve(np.log10(cap), *law))))]
 
     c_max = caps[-1]
     reach = dict.fromkeys(arms, c_max)

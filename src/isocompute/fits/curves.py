@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from isocompute.fits.forms import DECLINE_LEVEL, Key, RewardFit, fit_reward, record_breaking
-from isocompute.fits.frontier import Curve, censored_matrix, frontier, reward_matrix
+from isocompute.fits.frontier import Curve, Settled, censored_matrix, frontier, reward_matrix
 from isocompute.fits.leaders import DEFAULT_TOLERANCE, CurveRewards
 
 
@@ -103,8 +103,11 @@ def fit_curves(
     grid: np.ndarray,
     at: np.ndarray,
     start: StudyFit | None = None,
+    settled: Mapping[Key, Settled] | None = None,
 ) -> StudyFit:
-    """Per-curve fits, the frontier on `grid` and at `at`, and the curves' rewards where that has a frontier."""
+    """Per-curve fits, the frontier on `grid` and at `at`, and the curves' rewards where that has a frontier;
+    a curve in `settled` is no candidate beyond where a sweep's rule stopped it (`frontier.Settled`)."""
+    settled = settled or {}
     by = list(options.by)
     previous = {curve.key: curve.fit for curve in start.curves} if start else {}
     curves = []
@@ -118,7 +121,8 @@ def fit_curves(
                          decline_level=DECLINE_LEVEL / groups.ngroups)  # fmt: skip
         first = int(np.argmin(c))
         steps = group["step"].to_numpy(dtype=float)
-        curves.append(Curve(key, c, r, fit, float(c[first] / steps[first]) if steps[first] > 0 else float(c[first])))
+        first_step = float(c[first] / steps[first]) if steps[first] > 0 else float(c[first])
+        curves.append(Curve(key, c, r, fit, first_step, settled.get(key)))
     envelope = frontier(curves, grid, by, options.extrapolate)
     optimum = frontier(curves, at, by)
     points = optimum["compute"].to_numpy(dtype=float)

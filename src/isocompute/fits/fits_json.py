@@ -14,6 +14,8 @@ import pandas as pd
 
 from isocompute.fits.bootstrap import resample_evals
 from isocompute.fits.curves import FitOptions
+from isocompute.fits.forms import Key
+from isocompute.fits.frontier import Settled
 from isocompute.fits.study_fit import fit_study
 from isocompute.sampling.metrics import metric_names
 from isocompute.study.studies import Study
@@ -29,6 +31,7 @@ def fit_configured_study(
     learning_rate: Mapping[str, Any],
     seed: int,
     base_counts: pd.DataFrame | None = None,
+    settled: Mapping[Key, Settled] | None = None,
 ) -> dict[str, Any]:
     """Fit avg@k, best@k and worst@k of a study in each of its compute measures.
 
@@ -36,6 +39,10 @@ def fit_configured_study(
     counts), since each law's verdict comes from its replicas; the headline metric in the study's first
     compute measure is the fit the recommendation reads. Points below `options["min_compute"]` rollouts are dropped
     before fitting, so the same checkpoints are left out whichever measure the curve is drawn in.
+
+    `settled`: the arms an adaptive sweep's rule stopped (`adaptive.decisions.settled_of_rounds`), no candidates
+    beyond their stops in the fit the rule decided on (the headline metric in rollouts) only: the rule judged
+    them there, so in every other metric and measure they are runs that ended (censored).
     """
     keep = evals["compute_rollouts"] >= options["min_compute"]
     evals = evals[keep]
@@ -52,6 +59,7 @@ def fit_configured_study(
                 frontier_points=options["frontier_points"],
                 replicas=replicas,
                 holdout_decades=options["holdout_decades"],
+                settled=settled if (metric, compute) == (options["metric"], "compute_rollouts") else None,
             )
             for compute in study.compute_measures
         }

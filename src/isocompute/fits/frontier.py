@@ -15,6 +15,13 @@ compute (every n trained for the same number of steps, so the small n end early)
 whose first evaluation comes late, above the compute of its first step), the run could have been measured
 there and was not: it is *censored*. Its value there is the fitted sigmoid's, with the spread of the
 bootstrap's refits (`censored_matrix`); the leaders treat it as a candidate that was not measured.
+
+A run that a sweep's rule stopped with a judgement is different: the adaptive sweep stops an arm only where its
+rule finds it behind over the rest of the range (its ceiling's band below the frontier's, left behind a rising
+n*, above an identified plateau, or where a followed prior puts it), so beyond its stop it is *settled*
+(`Settled`): no candidate, on that rule's stated assumptions, rather than censored. The fit is told so by the
+sweep (`study_fit.fit_study(..., settled=...)`) and says so at every point it concerns; a run that ended for no
+judgement (the grid ended, an error, a peer's rank at equal compute) stays censored.
 """
 
 from __future__ import annotations
@@ -34,6 +41,17 @@ SAME_COMPUTE_DECADES = 0.05
 
 
 @dataclass(frozen=True)
+class Settled:
+    """A run a sweep's rule stopped at its last point with a judgement that it is behind beyond it: the compute
+    it reached (`compute`, in rollouts, the measure the sweep decides in: for the record), the rule's name and
+    the reason in words, with the assumption the judgement rests on."""
+
+    compute: float
+    rule: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Curve:
     """One curve's measured points (averaged over seeds) and its fit."""
 
@@ -43,6 +61,8 @@ class Curve:
     fit: RewardFit | FitFailure
     # The compute of the run's first optimizer step: the least compute at which it could have been measured.
     first_step: float = 0.0
+    # Where a sweep's rule judged the run behind at its last point: beyond it no candidate (not censored).
+    settled: Settled | None = None
 
     @property
     def measured_range(self) -> tuple[float, float]:
@@ -66,10 +86,12 @@ class Curve:
     def censored(self, compute: np.ndarray) -> np.ndarray:
         """The curve's value where it is censored at `compute` (beyond its last point, or between its first
         step and its first point), NaN elsewhere. An unfitted curve has no value there to extrapolate: its
-        value is the metric's ceiling, 1 (it may lead anywhere it is censored)."""
+        value is the metric's ceiling, 1 (it may lead anywhere it is censored). Beyond the last point of a run
+        a sweep's rule settled there (`settled`) it is not censored: no candidate."""
         low, high = self.measured_range
         slack = 10**SAME_COMPUTE_DECADES
-        outside = (compute > high * slack) | ((compute < low / slack) & (compute >= self.first_step))
+        after = (compute > high * slack) & (self.settled is None)
+        outside = after | ((compute < low / slack) & (compute >= self.first_step))
         reward = np.asarray(self.fit(compute), dtype=float) if isinstance(self.fit, RewardFit) else np.ones(len(compute))
         return np.where(outside, reward, np.nan)
 

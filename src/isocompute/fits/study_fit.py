@@ -20,8 +20,8 @@ import pandas as pd
 
 from isocompute.fits.bootstrap import Replica, residual_replicas
 from isocompute.fits.curves import FitOptions, StudyFit, curve_points, fit_curves, json_records
-from isocompute.fits.forms import FitFailure, OptimumFit, RewardFit, fit_to_json, levels, parameter_intervals
-from isocompute.fits.frontier import SAME_COMPUTE_DECADES, Curve, distinct_computes
+from isocompute.fits.forms import FitFailure, Key, OptimumFit, RewardFit, fit_to_json, levels, parameter_intervals
+from isocompute.fits.frontier import SAME_COMPUTE_DECADES, Curve, Settled, distinct_computes
 from isocompute.fits.holdout import holdout_check
 from isocompute.fits.law import LawVerdict, fit_leaders, judge_law
 from isocompute.fits.leaders import CENSORED, ColumnLeaders, column_leaders, leading, replica_leading, resolved_at_once
@@ -40,6 +40,7 @@ def fit_study(
     holdout_decades: float = 0.0,
     resamples: int = 0,
     seed: int = 0,
+    settled: Mapping[Key, Settled] | None = None,
 ) -> dict[str, Any]:
     """The study's fits of one metric in one compute measure, as JSON.
 
@@ -49,13 +50,18 @@ def fit_study(
     estimate, takes its own frontier at the same compute points and fits its own law: the intervals, the
     frontier's band, the share of replicas choosing each optimum and the law's verdict (`law.judge_law`)
     come from the whole estimator.
+
+    `settled` names the curves a sweep's rule stopped with a judgement (`frontier.Settled`, from the adaptive
+    sweep's stops): beyond its stop such a curve is no candidate, in the point estimate and every replica,
+    where a run that merely ended is censored. The JSON says so on the curve (`settled`) and at every point
+    beyond its stop (`optimum_points[].settled`).
     """
     by = list(options.by)
     table = _measured(curve_points(evals, options.metric, options.compute, by), options.compute, min_compute)
     measured = table[options.compute]
     grid = np.geomspace(measured.min(), measured.max(), frontier_points) if len(measured) else np.array([])
     at = distinct_computes(measured)
-    point = fit_curves(table, options, grid, at)
+    point = fit_curves(table, options, grid, at, settled=settled)
     kind = "problems" if replicas else ("residuals" if resamples else None)
     if not replicas and resamples:
         replicas = residual_replicas(table, point.curves, by, options.compute, options.metric, resamples, seed)
@@ -67,6 +73,7 @@ def fit_study(
             grid,
             at,
             start=point,
+            settled=settled,
         )
         for r, replica_table in zip(replicas, tables)
     ]
@@ -213,6 +220,8 @@ def _curve_json(curve: Curve, replicas: Sequence[RewardFit | FitFailure], by: Se
     entry.update(intervals)
     if replicas:
         entry["replicas_failed"] = _failures(replicas)
+    if curve.settled is not None:
+        entry["settled"] = asdict(curve.settled)
     return entry
 
 
@@ -242,6 +251,9 @@ def _optimum_points(
         row["status"] = {column: lead.status[index] for column, lead in leaders.items()}
         row["resolved"] = {column: bool(len(lead.leaders[index]) == 1 and lead.material[index]) for column, lead in leaders.items()}
         row["tie_reason"] = {column: lead.reasons[index] for column, lead in leaders.items()}
+        notes = _settled_at(point.curves, row["compute"], list(leaders))
+        if notes:
+            row["settled"] = notes
         if chosen:
             row["band"] = {column: lead.leaders[index] for column, lead in band.items()}
             row["shares"] = {}
@@ -251,6 +263,17 @@ def _optimum_points(
                 total = sum(counts.values())
                 row["shares"][column] = {str(value): counts[value] / total for value in sorted(counts)}
     return rows
+
+
+def _settled_at(curves: Sequence[Curve], compute: float, by: Sequence[str]) -> list[str]:
+    """Why each curve a sweep's rule settled below `compute` is no candidate there (`frontier.Settled`)."""
+    slack = 10**SAME_COMPUTE_DECADES
+    return [
+        f"{', '.join(f'{c} = {v}' for c, v in zip(by, curve.key))}: stopped by the sweep's rule "
+        f"{curve.settled.rule!r} at C = {curve.settled.compute:.4g} rollouts, judged behind beyond it: no candidate here"
+        for curve in curves
+        if curve.settled is not None and compute > curve.measured_range[1] * slack
+    ]
 
 
 def _at(optimum: pd.DataFrame, column: str, compute: np.ndarray) -> np.ndarray:
