@@ -36,7 +36,7 @@ LEVEL = 0.9
 # What the rule uses (`decisions.below_by_forecast`): the mode and the least fraction of an arm's run (in linear
 # compute) from which its forecast was calibrated on every known-truth family (docs/log/adaptive-extrapolation.md).
 SHARE = False
-SEEN_FROM = 1 / 8
+SEEN_FROM = 1 / 2
 # Fewer measured points than this and the residuals (all the bootstrap draws from) say nothing about the noise.
 MIN_POINTS = 5
 

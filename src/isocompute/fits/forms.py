@@ -197,6 +197,8 @@ def fit_reward(
         starts = [[start.r0, start.a, start.log10_c_mid, start.b]]
     bounds = ([0.0, 0.0, low - 3.0, 0.05], [1.0, 1.0, high + 3.0, 10.0])
     chosen = [index for index in range(SIGMOID_PARAMS) if index not in fixed]
+    # The fixed parameters are the first (R0) and the last (B), so the free ones are a slice of the Jacobian.
+    columns = slice(chosen[0], chosen[-1] + 1)
 
     def every(params: Sequence[float]) -> list[float]:
         values = dict(fixed)
@@ -209,7 +211,7 @@ def fit_reward(
         y,
         [[s[i] for i in chosen] for s in starts],
         ([bounds[0][i] for i in chosen], [bounds[1][i] for i in chosen]),
-        lambda log10_c, *p: reward_jacobian(log10_c, *every(p))[:, chosen],
+        lambda log10_c, *p: reward_jacobian(log10_c, *every(p))[:, columns],
     )
     if best is None:
         return FitFailure("no_convergence", "least squares did not converge from any start")
