@@ -24,6 +24,10 @@ and only downwards: where n* rises, a curve overtakes a smaller n's for good (th
 midpoint and the higher ceiling), so an arm the frontier has left far below does not return; a larger n
 that loses at low compute is never stopped for its rank. An unsaturated curve whose ceiling the data
 leave open is otherwise never ruled out, so without it a sweep of close curves runs nearly every arm to C_max.
+Past half its run (in linear compute) an arm also stops where the upper edge of its forecast at its end
+(`adaptive.extrapolation`: its own sigmoid, the interval of a new evaluation) lies below the frontier's lower
+edge by more than the fits' tolerance (`below_by_forecast`); before half its run the forecast's intervals did
+not cover the truth on every known-truth family (docs/log/adaptive-extrapolation.md), so it is not read there.
 Guards: the frontier's arm at C_top and its neighbours on the grid (n*/2 and 2 n*) always continue. One
 audit arm, the first stopped (the closest call of that round), runs `audit_rungs` rungs past its stop and
 is then decided again, so the cost of stopping is measured rather than assumed.
