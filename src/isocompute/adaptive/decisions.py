@@ -498,10 +498,11 @@ def decide_round(
     """One round after rung `index` (its compute cap `cap`): every active arm decided on `fit` (the study
     fit of what the arms had measured, with a bootstrap); with a prior, its rules and check (`follow_prior`;
     `compute_max` the last rung's cap); without one, or once it fell back, the plateau of the data's own law
-    (`above_own_plateau`); with `ends` (each arm's last compute) the forecast's stops (`below_by_forecast`);
-    each rule's state carried from the `previous` round's record; the audit carried on. Returns the round's record (its cap, n* at the top of the reached range, the law's verdict, every
+    (`above_own_plateau`); each rule's state carried from the `previous` round's record; the audit carried
+    on. Returns the round's record (its cap, n* at the top of the reached range, the law's verdict, every
     decision with its numbers, the prior's and the plateau rule's states) and the audit to carry into the
-    next round; the replay and the workflow's rounds both decide through it (the workflow with every rule)."""
+    next round; the replay and the workflow's rounds both decide through it (the workflow with every rule).
+    With `ends` (each arm's last compute) the forecast's stops apply too (`below_by_forecast`)."""
     previous = previous or {}
     decisions = decide(fit, steps, active, settings, rules)
     state = None
