@@ -1,7 +1,7 @@
 """The adaptive rule against its peers on known truth: one table, every policy on the same draws.
 
 `python tests/benchmark_peers.py [SEEDS...] [--family NAME]... [--policy NAME]... [--counts yes|no]
-[--peer-min-steps N] [--pruner POLICY:KEY=VALUE]...` replays, on each family, with per-problem counts and
+[--peer-min-steps N] [--pruner POLICY:KEY=VALUE]... [--rules R1,R2,...]` replays, on each family, with per-problem counts and
 without (the residual bootstrap), and on each seed, the rule (`isocompute`) and its peers (`adaptive.peers`:
 optuna's successive halving, Hyperband and median pruners, and top-k) on the same draw, each accounted and
 fitted by the replay's one definition (`decisions.kept_outcome`). Each row: the share of the full grid's
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -33,7 +34,7 @@ from known_truth import CLOSE, K, Scenario, bias_doublings, draw, recovery
 from prior_truth import BOOTSTRAP, REALISTIC
 
 from isocompute.adaptive.peers import POLICIES, replay_policy
-from isocompute.adaptive.rungs import AdaptiveSettings
+from isocompute.adaptive.rungs import RULES, AdaptiveSettings
 from isocompute.sampling.metrics import summarize_counts
 
 POSITIVE = [
@@ -58,9 +59,11 @@ def replay_draw(
     policies: Sequence[str],
     peer_settings: AdaptiveSettings = SETTINGS,
     pruners: Mapping[str, Mapping[str, Any]] | None = None,
+    rules: Sequence[str] = RULES,
 ) -> dict[str, dict[str, Any]]:
     """Every policy's replay of one draw, with its per-problem counts or without (the residual bootstrap); the
-    peers with `peer_settings` (the rule's by default) and the optuna pruners' settings in `pruners`."""
+    rule with its parts `rules`, the peers with `peer_settings` (the rule's by default) and the optuna pruners'
+    settings in `pruners`."""
     evals, problem_counts, base = draw(scenario, seed)
     base_reward = summarize_counts(base["n_correct"], K)["avg@4"]
     table, base_counts = (problem_counts, base) if counts else (None, None)
@@ -76,6 +79,7 @@ def replay_draw(
             SETTINGS if policy == "isocompute" else peer_settings,
             base_counts,
             pruner=(pruners or {}).get(policy),
+            rules=rules if policy == "isocompute" else RULES,
         )
         for policy in policies
     }
@@ -108,6 +112,19 @@ def verdict(fit: dict[str, Any]) -> str:
     return f"{law['identified']} law"
 
 
+def stops(result: dict[str, Any]) -> str:
+    """The arms the rule stopped, by the part that stopped each last (`bound` where a decision names none), as
+    "part count"."""
+    last = {
+        decision["n"]: decision["numbers"].get("rule", "bound")
+        for round_ in result.get("rounds", [])
+        for decision in round_["decisions"]
+        if decision["action"] == "stop"
+    }
+    made = Counter(last.values())
+    return ", ".join(f"{rule} {count}" for rule, count in sorted(made.items()))
+
+
 def beats(peer: tuple[float, float, bool], rule: tuple[float, float, bool]) -> str:
     """Whether a peer (share, score, right) beats the rule's on a draw, and how; '' where it does not. A win
     where neither outcome is right says so: it is a cheaper miss, not a cheaper law."""
@@ -126,20 +143,21 @@ def main(
     with_counts: Sequence[bool],
     peer_settings: AdaptiveSettings = SETTINGS,
     pruners: Mapping[str, Mapping[str, Any]] | None = None,
+    rules: Sequence[str] = RULES,
 ) -> None:
     start = time.time()
-    print(f"{SETTINGS}, bootstrap {BOOTSTRAP}; seeds {list(seeds)}; "
+    print(f"{SETTINGS}, bootstrap {BOOTSTRAP}; rules {list(rules)}; seeds {list(seeds)}; "
           f"peers' min_steps {peer_settings.min_steps}"
           + (f", pruner settings {dict(pruners)}" if pruners else ""))  # fmt: skip
     print(
         f"{'policy':18} {'family':24} {'counts':>6} {'seed':>4} {'spent':>6}  {'verdict':20} {'recovery':>8} "
-        f"{'bias':>12} {'right':>5}  vs the rule"
+        f"{'bias':>12} {'right':>5}  vs the rule (the rule: its stops by part)"
     )
     rows = []
     for name in names:
         for counts in with_counts:
             for seed in seeds:
-                results = replay_draw(FAMILIES[name], seed, counts, policies, peer_settings, pruners)
+                results = replay_draw(FAMILIES[name], seed, counts, policies, peer_settings, pruners, rules)
                 scored = {
                     policy: (r["share_of_full_grid"], *outcome(name, r["fits"]))
                     for policy, r in results.items()
@@ -171,7 +189,7 @@ def main(
                         f"{policy:18} {name:24} {'yes' if counts else 'no':>6} {seed:>4} {share:>6.0%}  "
                         f"{verdict(result['fits']):20} {'-' if found is None else f'{found:.0%}':>8} "
                         f"{bias_text:>12} "
-                        f"{'yes' if right else 'no':>5}  {versus}",
+                        f"{'yes' if right else 'no':>5}  {versus or stops(result)}",
                         flush=True,
                     )
     print()
@@ -214,7 +232,7 @@ def wins(rows: Sequence[Mapping[str, Any]]) -> str:
 
 if __name__ == "__main__":
     # python tests/benchmark_peers.py [SEEDS...] [--family NAME]... [--policy NAME]... [--counts yes|no]
-    #     [--peer-min-steps N] [--pruner POLICY:KEY=VALUE]...
+    #     [--peer-min-steps N] [--pruner POLICY:KEY=VALUE]... [--rules R1,R2,...]
     args = sys.argv[1:]
     chosen: dict[str, list[str]] = {
         "--family": [],
@@ -222,6 +240,7 @@ if __name__ == "__main__":
         "--counts": [],
         "--peer-min-steps": [],
         "--pruner": [],
+        "--rules": [],
     }
     while any(a in chosen for a in args):
         at = next(i for i, a in enumerate(args) if a in chosen)
@@ -236,4 +255,5 @@ if __name__ == "__main__":
         if chosen["--peer-min-steps"]
         else SETTINGS,
         pruner_settings(chosen["--pruner"]),
+        tuple(rule for rule in chosen["--rules"][-1].split(",") if rule) if chosen["--rules"] else RULES,
     )

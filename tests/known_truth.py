@@ -335,6 +335,18 @@ def draw(scenario: Scenario, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.
     return pd.DataFrame(rows), pd.concat(counts, ignore_index=True), base
 
 
+def expected_reward(scenario: Scenario, seed: int, n: int, compute: np.ndarray) -> np.ndarray:
+    """n's expected avg@4 at `compute` on the validation problems of `draw(scenario, seed)`: the mean over its
+    problems of their solve probabilities, the curve a fit of that table estimates (a problem's difficulty
+    bends the true sigmoid: the mean of expit(logit(R) + z) is not R). One seed per n only: a second seed's
+    curve is drawn off the true one."""
+    if scenario.seeds > 1:
+        raise ValueError(f"{scenario.name}: {scenario.seeds} seeds per n, each its own curve; one seed only")
+    difficulty = np.random.default_rng(seed).normal(0.0, 1.0, scenario.problems)  # draw's first draw
+    reward = scenario.reward(n, np.asarray(compute, dtype=float))
+    return np.mean(expit(logit(reward)[:, None] + difficulty[None, :]), axis=1)
+
+
 def fit_repetition(scenario: Scenario, seed: int, bootstrap: int = 30, counts: bool = True) -> dict:
     """The study fit of one repetition, anchored at its base model's measured avg@4, bootstrapped as the
     pipeline does (problems and seeds, with the base model's counts); without `counts`, as `isocompute fit`

@@ -26,9 +26,11 @@ from isocompute.adaptive.decisions import (
     settled_arms,
     settled_of_rounds,
 )
+from isocompute.adaptive.extrapolation import SEEN_FROM
 from isocompute.adaptive.rungs import AdaptiveError, AdaptiveSettings, reached_rungs, rung_caps, trained_rungs
 from isocompute.cli import main
 from isocompute.fits.bootstrap import resample_evals
+from isocompute.fits.leaders import DEFAULT_TOLERANCE
 from isocompute.fits.study_fit import fit_study
 from isocompute.pipeline.config import ConfigError, adaptive_prior, check_config, validate_config
 from isocompute.sampling.metrics import summarize_counts
@@ -139,9 +141,11 @@ def test_replay_spends_less_than_the_full_grid_and_keeps_the_law(replayed: tuple
 
 
 def test_replay_decisions_follow_the_rule(replayed: tuple) -> None:
-    """Every decision saw only what its rung allowed; no stop of the frontier's arm or its neighbours; a bound's
-    stop after min_steps and with a bound under the frontier's lower edge, a behind stop two doublings or more
-    below the leaders, a plateau stop only on an identified law; the audit arm ran past its stop."""
+    """Every decision saw only what its rung allowed; no stop of the frontier's arm, nor of its neighbours but by
+    the forecast; a bound's stop after min_steps and with a bound under the frontier's lower edge, a behind stop
+    two doublings or more below the leaders, a plateau stop only on an identified law, a forecast's from half
+    the run with its upper edge under the frontier's lower edge by the tolerance; the audit arm ran past its
+    stop."""
     adaptive, _ = replayed
     arms = sorted(a["n"] for a in adaptive["arms"])
     rules = set()
@@ -153,12 +157,16 @@ def test_replay_decisions_follow_the_rule(replayed: tuple) -> None:
                 numbers = decision["numbers"]
                 rule = numbers.get("rule", "bound")
                 rules.add(rule)
-                assert decision["n"] not in guarded
+                assert decision["n"] != round_["n_top"]
+                assert decision["n"] not in guarded or rule == "extrapolate"
                 if rule == "bound":
                     assert numbers["steps"] >= SETTINGS.min_steps
                     assert numbers["upper"] < numbers["frontier_low"] and numbers["upper"] < REWARD_MAX
                 elif rule == "behind":
                     assert numbers["steps"] >= SETTINGS.min_steps and numbers["doublings_below"] >= BEHIND_DOUBLINGS
+                elif rule == "extrapolate":
+                    assert numbers["steps"] >= SETTINGS.min_steps and numbers["seen"] >= SEEN_FROM
+                    assert numbers["forecast_upper"] < numbers["frontier_low"] - DEFAULT_TOLERANCE
                 else:
                     assert rule == "plateau" and round_["law"]["identified"] == "identified"
     assert rules, "the paper-like truth stops arms"

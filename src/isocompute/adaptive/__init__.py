@@ -1,4 +1,5 @@
-"""The adaptive sweep: its rungs, the decision after each rung of which arms extend, and its peers in the replay.
+"""The adaptive sweep: its rungs, the decision after each rung of which arms extend, the forecast of an arm's
+future it may use, and its peers in the replay.
 
 Public names load from their modules on first use (`isocompute.exports`).
 """
@@ -13,6 +14,9 @@ EXPORTS = {
     "replay": "decisions",
     "round_state": "decisions",
     "workflow_round": "decisions",
+    "Forecast": "extrapolation",
+    "forecast": "extrapolation",
+    "forecast_arms": "extrapolation",
     "PEERS": "peers",
     "POLICIES": "peers",
     "peer_replay": "peers",

@@ -24,6 +24,10 @@ and only downwards: where n* rises, a curve overtakes a smaller n's for good (th
 midpoint and the higher ceiling), so an arm the frontier has left far below does not return; a larger n
 that loses at low compute is never stopped for its rank. An unsaturated curve whose ceiling the data
 leave open is otherwise never ruled out, so without it a sweep of close curves runs nearly every arm to C_max.
+Past half its run (in linear compute) an arm also stops where the upper edge of its forecast at its end
+(`adaptive.extrapolation`: its own sigmoid, the interval of a new evaluation) lies below the frontier's lower
+edge by more than the fits' tolerance (`below_by_forecast`); before half its run the forecast's intervals did
+not cover the truth on every known-truth family (docs/log/adaptive-extrapolation.md), so it is not read there.
 Guards: the frontier's arm at C_top and its neighbours on the grid (n*/2 and 2 n*) always continue. One
 audit arm, the first stopped (the closest call of that round), runs `audit_rungs` rungs past its stop and
 is then decided again, so the cost of stopping is measured rather than assumed.
@@ -46,6 +50,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from isocompute.adaptive.extrapolation import SEEN_FROM, SHARE, Forecast, forecast_arms
 from isocompute.adaptive.prior import Prior, contradiction, material_points, prior_of_law, prior_stop
 from isocompute.adaptive.rungs import (
     CAP_SLACK,
@@ -85,7 +90,10 @@ STOP_ASSUMPTIONS = {
     "behind": "n* rises as the data showed, so a larger n that overtook it stays ahead",
     "plateau": "the data's identified law keeps its plateau below it (it resumes if the law or the frontier moves)",
     "prior": "the new model's law stays in the prior's band, as it did at every material point measured",
+    "extrapolate": "its forecast from half its run, whose interval covered the known truth from that fraction on, "
+    "holds: its upper edge lies more than the tolerance below the frontier's lower edge",
 }
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -300,6 +308,46 @@ def above_own_plateau(
     return result, ({"stopped": held} if held or state is not None else None)
 
 
+def below_by_forecast(
+    fit: Mapping[str, Any],
+    decisions: list[Decision],
+    steps: Mapping[int, int],
+    ends: Mapping[int, float],
+    settings: AdaptiveSettings,
+    seed: int,
+) -> list[Decision]:
+    """The forecast's part of the rule (`adaptive.extrapolation`), used only as far as its intervals were
+    measured to cover the truth: an arm the round extends, not the frontier's at C_top, past `min_steps` and
+    past `SEEN_FROM` of its run (its end in `ends`), stops where the upper edge of its forecast at its end lies
+    below the frontier's lower edge at C_top by more than `fits.tolerance`: curves only rise, so the frontier
+    stays above that edge, and the arm cannot lead anywhere in its remaining range. The neighbours of the
+    frontier's arm are guarded against a frontier that falls back, which an arm that cannot reach it cannot
+    make, so they stop by it too (docs/log/adaptive-extrapolation.md)."""
+    top = fit["frontier"][-1] if fit["frontier"] else None
+    if top is None or top.get("reward_low") is None or fit["optimum_at_max_compute"] is None:
+        return decisions
+    low, n_top = float(top["reward_low"]), int(fit["optimum_at_max_compute"]["n"])
+    reached = {int(curve["key"]["n"]): float(curve["range"][1]) for curve in fit["curves"]}
+    seen = {n: reached[n] * CAP_SLACK / ends[n] for n in reached}
+    candidates = [d.n for d in decisions if d.action == "extend" and d.n != n_top and d.n in reached
+                  and steps[d.n] >= settings.min_steps and seen[d.n] >= SEEN_FROM]  # fmt: skip
+    forecasts = forecast_arms(pd.DataFrame(fit["measured"]), fit["metric"], fit["compute"], {n: [ends[n]] for n in candidates},
+                              fit["base_reward"], fit["bootstrap"]["resamples"], seed, SHARE)  # fmt: skip
+    result = []
+    for decision in decisions:
+        forecast = forecasts.get(decision.n)
+        if not isinstance(forecast, Forecast) or forecast.upper >= low - fit["tolerance"]:
+            result.append(decision)
+            continue
+        result.append(Decision(decision.n, "stop", (
+            f"its forecast stays below the frontier: from {seen[decision.n]:.0%} of its run its reward at C = "
+            f"{ends[decision.n]:.4g} is at most {forecast.upper:.3f} (upper edge of the forecast's interval), more than "
+            f"the tolerance {fit['tolerance']:g} under the frontier's lower edge {low:.3f} at C = {top['compute']:.4g}"),
+            {**decision.numbers, "rule": "extrapolate", "forecast_upper": forecast.upper, "seen": seen[decision.n],
+             "margin": low - forecast.upper}))  # fmt: skip
+    return result
+
+
 def replay(
     evals: pd.DataFrame,
     counts: pd.DataFrame | None,
@@ -346,7 +394,8 @@ def replay(
         fit = fit_seen(evals, counts, steps, options, k, bootstrap, seed, base_counts, 0.0, frontier_points,
                        settled_arms(stopped, {n: _compute_at(checkpoints[n], steps[n]) for n in stopped}))  # fmt: skip
         record, audit = decide_round(
-            fit, steps, active, settings, audit, index, cap, prior, rounds[-1] if rounds else None, compute_max, rules
+            fit, steps, active, settings, audit, index, cap, prior, rounds[-1] if rounds else None, compute_max, rules,
+            {n: max(c for _, c in checkpoints[n]) for n in arms},
         )
         for decision in record["decisions"]:
             if decision["action"] == "stop":
@@ -462,6 +511,7 @@ def decide_round(
     previous: Mapping[str, Any] | None = None,
     compute_max: float | None = None,
     rules: Sequence[str] = RULES,
+    ends: Mapping[int, float] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """One round after rung `index` (its compute cap `cap`): every active arm decided on `fit` (the study
     fit of what the arms had measured, with a bootstrap); with a prior, its rules and check (`follow_prior`;
@@ -469,7 +519,8 @@ def decide_round(
     the plateau of the data's own law (`above_own_plateau`); each rule's state carried from the `previous`
     round's record; the audit carried on. Returns the round's record (its cap, n* at the top of the reached range, the law's verdict, every
     decision with its numbers, the prior's and the plateau rule's states) and the audit to carry into the
-    next round; the replay and the workflow's rounds both decide through it (the workflow with every rule)."""
+    next round; the replay and the workflow's rounds both decide through it (the workflow with every rule).
+    With `ends` (each arm's last compute) the forecast's stops apply too (`below_by_forecast`)."""
     previous = previous or {}
     decisions = decide(fit, steps, active, settings, rules)
     state = None
@@ -479,6 +530,8 @@ def decide_round(
     # A leaders prior (a refused law's sets, no law of its own) does not stand in for the data's own law.
     if "plateau" in rules and (prior is None or prior.law is None or state is None or state["status"] == "fallen back"):
         decisions, plateau = above_own_plateau(fit, decisions, steps, plateau)
+    if "extrapolate" in rules and ends is not None:
+        decisions = below_by_forecast(fit, decisions, steps, ends, settings, index)
     audit, decisions = _audit(audit, decisions, index, cap, settings)
     law = fit["optimum"]["n"]
     top = fit["optimum_at_max_compute"]
@@ -723,6 +776,7 @@ def workflow_round(
     active = [n for n in arms if previous is None or previous["arms"][str(n)]["active"]]
     fit = fit_round(evals, counts, base, fits, k, seed, base_counts, settled_of_rounds(previous, evals))
     record, audit = decide_round(
-        fit, steps, active, settings, previous["audit"] if previous else None, rung, caps[rung], prior, previous, caps[-1]
+        fit, steps, active, settings, previous["audit"] if previous else None, rung, caps[rung], prior, previous, caps[-1],
+        ends=dict.fromkeys(arms, caps[-1]),
     )  # fmt: skip
     return round_state({**record, "audit": audit}, reached, rung_steps, previous)

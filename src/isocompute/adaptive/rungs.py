@@ -18,8 +18,9 @@ from isocompute.study.grid import checkpoint_steps
 CAP_SLACK = 10**SAME_COMPUTE_DECADES
 
 # The plain rule's parts, each of which `replay` can leave out to show what it saves: the bound on a saturated
-# arm's ceiling (the first rule), an arm left behind a rising frontier, an arm above the data's own plateau.
-RULES = ("bound", "behind", "plateau")
+# arm's ceiling (the first rule), an arm left behind a rising frontier, an arm above the data's own plateau, an
+# arm whose forecast future (`adaptive.extrapolation`, where calibrated) stays below the frontier.
+RULES = ("bound", "behind", "plateau", "extrapolate")
 
 
 class AdaptiveError(IsoComputeError, ValueError):

@@ -191,20 +191,24 @@ def fit_reward(
     reward: np.ndarray,
     r0: float | None = None,
     start: RewardFit | None = None,
+    slope: float | None = None,
     decline_level: float = DECLINE_LEVEL,
 ) -> RewardFit | FitFailure:
     """Fit the reward sigmoid to a curve's points (the study drops points below `fits.min_compute` before).
 
-    With `r0` given (the base model's reward, the curve's value as C -> 0) only A, C_mid and B are fitted.
+    With `r0` given (the base model's reward, the curve's value as C -> 0) only A, C_mid and B are fitted;
+    with `slope` given B is held at it too (the slope the other arms share, `adaptive.extrapolation`).
     A fit needs more points than free parameters: with as many, least squares interpolates exactly and
     the "fit" says nothing. `start` (a previous fit) replaces the grid of starting points, which is how the
-    bootstrap stays fast.
+    bootstrap stays fast, and keeps the start's form (with or without a decline). Without a start or a held
+    slope, a decline after the peak is fitted where an F test rejects the sigmoid alone at `decline_level`.
     """
     compute = np.asarray(compute, dtype=float)
     reward = np.asarray(reward, dtype=float)
     keep = (compute > 0) & np.isfinite(reward)
     x, y = np.log10(compute[keep]), reward[keep]
-    free = SIGMOID_PARAMS - (r0 is not None)
+    fixed = {index: value for index, value in ((0, r0), (3, slope)) if value is not None}
+    free = SIGMOID_PARAMS - len(fixed)
     if len(x) <= free:
         return FitFailure(
             "too_few_points",
@@ -216,27 +220,37 @@ def fit_reward(
     low, high = float(x.min()), float(x.max())
     if start is None:
         starts = [
-            [float(y.min()), float(y.max()), mid, slope]
-            for mid, slope in itertools.product(np.linspace(low, high, 3), (0.7, 2.0))
+            [float(y.min()), float(y.max()), mid, b]
+            for mid, b in itertools.product(np.linspace(low, high, 3), (0.7, 2.0))
         ]
     else:
         starts = [[start.r0, start.a, start.log10_c_mid, start.b]]
     bounds = ([0.0, 0.0, low - 3.0, 0.05], [1.0, 1.0, high + 3.0, 10.0])
     if start is not None and start.decline > 0:
         return _declining_fit(x, y, r0, [[*starts[0], start.decline, start.log10_c_peak]], bounds)
-    if r0 is None:
-        best = best_fit(reward_curve, x, y, starts, bounds, reward_jacobian)
-    else:
-        anchored = lambda log10_c, a, mid, b: reward_curve(log10_c, r0, a, mid, b)  # noqa: E731
-        anchored_jacobian = lambda log10_c, a, mid, b: reward_jacobian(log10_c, r0, a, mid, b)[:, 1:]  # noqa: E731
-        best = best_fit(anchored, x, y, [s[1:] for s in starts], (bounds[0][1:], bounds[1][1:]), anchored_jacobian)
-        best = None if best is None else (np.concatenate([[r0], best[0]]), best[1])
+    chosen = [index for index in range(SIGMOID_PARAMS) if index not in fixed]
+    # The fixed parameters are the first (R0) and the last (B), so the free ones are a slice of the Jacobian.
+    columns = slice(chosen[0], chosen[-1] + 1)
+
+    def every(params: Sequence[float]) -> list[float]:
+        values = dict(fixed)
+        values.update(zip(chosen, params))
+        return [values[index] for index in range(SIGMOID_PARAMS)]
+
+    best = best_fit(
+        lambda log10_c, *p: reward_curve(log10_c, *every(p)),
+        x,
+        y,
+        [[s[i] for i in chosen] for s in starts],
+        ([bounds[0][i] for i in chosen], [bounds[1][i] for i in chosen]),
+        lambda log10_c, *p: reward_jacobian(log10_c, *every(p))[:, columns],
+    )
     if best is None:
         return FitFailure("no_convergence", "least squares did not converge from any start")
     params, error = best
-    fit = RewardFit(*(float(p) for p in params), rmse=error, num_points=len(x), anchored=r0 is not None)
-    fit = RewardFit(**{**asdict(fit), "flags": _reward_flags(fit, (low, high), bounds, r0 is None)})
-    if start is not None:
+    fit = RewardFit(*(float(v) for v in every(params)), rmse=error, num_points=len(x), anchored=r0 is not None)
+    fit = RewardFit(**{**asdict(fit), "flags": _reward_flags(fit, (low, high), bounds, chosen)})
+    if start is not None or slope is not None:
         return fit
     falling = _falling(x, y, r0, fit, bounds, decline_level)
     if falling is None:
@@ -286,7 +300,7 @@ def _declining_fit(
     r0_fit, a, mid, b, decline, gap = (float(p) for p in params)
     fit = RewardFit(r0_fit, a, mid, b, rmse=best[1], num_points=len(x), anchored=r0 is not None, decline=decline,
                     log10_c_peak=mid + gap)  # fmt: skip
-    return RewardFit(**{**asdict(fit), "flags": _reward_flags(fit, (low, high), bounds, r0 is None)})
+    return RewardFit(**{**asdict(fit), "flags": _reward_flags(fit, (low, high), bounds, range(SIGMOID_PARAMS)[free])})
 
 
 def _rejects_sigmoid(sigmoid: RewardFit, falling: RewardFit, log10_c: np.ndarray, level: float) -> bool:
@@ -304,7 +318,7 @@ def _rejects_sigmoid(sigmoid: RewardFit, falling: RewardFit, log10_c: np.ndarray
     return bool(f_distribution.sf(statistic, DECLINE_PARAMS, dof) < level)
 
 
-def _reward_flags(fit: RewardFit, log10_range: tuple[float, float], bounds: Bounds, r0_free: bool) -> tuple[str, ...]:
+def _reward_flags(fit: RewardFit, log10_range: tuple[float, float], bounds: Bounds, free: Sequence[int]) -> tuple[str, ...]:
     """What the curve's data leave undetermined; the fit stays usable inside its measured range."""
     flags = []
     gain = fit.a - fit.r0
@@ -315,9 +329,9 @@ def _reward_flags(fit: RewardFit, log10_range: tuple[float, float], bounds: Boun
         flags.append(f"C_mid not identified: {10 ** fit.log10_c_mid:.3g} lies outside the measured range")
     names = ["r0", "a", "log10_c_mid", "b"]
     values = [fit.r0, fit.a, fit.log10_c_mid, fit.b]
-    free = slice(0, 4) if r0_free else slice(1, 4)
-    free_bounds = (bounds[0][free], bounds[1][free])
-    flags += [f"{name} at its {side} bound" for name, side in at_bounds(names[free], values[free], free_bounds)]
+    free_bounds = ([bounds[0][i] for i in free], [bounds[1][i] for i in free])
+    stuck = at_bounds([names[i] for i in free], [values[i] for i in free], free_bounds)
+    flags += [f"{name} at its {side} bound" for name, side in stuck]
     return tuple(flags)
 
 
