@@ -2,7 +2,8 @@
 # files with rules).
 def get_study_fit_inputs(wildcards):
     """A study's runs and the base model's; for an adaptive sweep's study also its last round, which says
-    which arms the sweep's rule stopped, where and why (they are settled, not censored, in its fit)."""
+    which arms the sweep's rule stopped, where and why (they are settled, not censored, in its fit).
+    """
     runs = study_of(wildcards).runs(GRID)
     adaptive = (wildcards.problem_set, wildcards.study) in ADAPTIVE_STUDIES
     where = f"{wildcards.problem_set}/{wildcards.study}"
