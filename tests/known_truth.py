@@ -1,5 +1,6 @@
 """Evaluation tables with a known frontier, drawn the way the pipeline measures them, and how well the fits
-recover it. `python tests/known_truth.py [SEEDS...] [--family=NAME ...]` prints the recovery figures;
+recover it. `python tests/known_truth.py [SEEDS...] [--family=NAME ...] [--points]` prints the recovery figures
+(with `--points`, every compute point of every fit);
 tests/test_recovery.py asserts them.
 
 Each scenario is a family of reward curves R_n(C) (the study's sigmoid) whose true optimum n*(C) is known.
@@ -420,9 +421,31 @@ def outside_range(fit: dict) -> int:
     return sum(not ranges[r["n"]][0] / slack <= r["compute"] <= ranges[r["n"]][1] * slack for r in rows)
 
 
-def main(seeds: Sequence[int] = (0, 1, 2), bootstrap: int = 30, names: Sequence[str] = ()) -> None:
+def point_lines(scenario: Scenario, fit: dict, tolerance: float = 0.005) -> list[str]:
+    """Per compute point of a fit, why its law is or is not within a factor 2 of the truth there: the point's
+    status, leaders and band, the truth's argmax, every n within `tolerance` of the true best (the truth's own
+    leader set) and its margin over the next, and the law's n*. What a miss of `recovery` is made of."""
+    law = fit["optimum"]["n"]
+    ns = sorted(scenario.curves)
+    lines = []
+    for row in fit["optimum_points"]:
+        compute = np.array([row["compute"]])
+        true = np.array([scenario.reward(n, compute)[0] for n in ns])
+        truth = ns[int(np.argmax(true))]
+        ties = [n for n, value in zip(ns, true) if value >= true.max() - tolerance]
+        text = f"  C {row['compute']:10.4g} {row['status']['n']:9} leaders {row['leaders']['n']} band {row.get('band', {}).get('n')} "
+        text += f"| truth {truth} within tolerance {ties} margin {true.max() - np.sort(true)[-2]:.4f}"
+        if law["ok"]:
+            predicted = 2 ** optimum_curve(np.log10(compute), law["L"], law["k"], law["log10_c0"], law["b"])[0]
+            text += f" | law {predicted:.1f} {'within x2' if abs(np.log2(predicted / truth)) <= 1.0 else 'MISS'}"
+        lines.append(text)
+    return lines
+
+
+def main(seeds: Sequence[int] = (0, 1, 2), bootstrap: int = 30, names: Sequence[str] = (), points: bool = False) -> None:
     """Per scenario, counts or not, and seed: the verdict, n* within x2 of the truth where it moves (over
-    every point for a negative case), the replicas' agreement and the law's change with its interval."""
+    every point for a negative case), the replicas' agreement and the law's change with its interval; with
+    `points`, every compute point below it (`point_lines`)."""
     print(f"{'scenario':30} {'counts':>6} {'seed':>4}  {'verdict':22} {'law':34} {'x2 moving':>9} {'x2 all':>6} "
           f"{'agree':>5}  {'rise [95 %]':22} holdout")  # fmt: skip
     for name, scenario in {**SCENARIOS, **CLOSE}.items():
@@ -445,9 +468,11 @@ def main(seeds: Sequence[int] = (0, 1, 2), bootstrap: int = 30, names: Sequence[
                 agree = "-" if law.get("agreement") is None else f"{law['agreement']:.0%}"
                 print(f"{name:30} {'yes' if counts else 'no':>6} {seed:>4}  {verdict:22} {text:34} {share(moving):>9} "
                       f"{share(every):>6} {agree:>5}  {rise_text:22} {held}")  # fmt: skip
+                if points:
+                    print("\n".join(point_lines(scenario, fit)))
 
 
 if __name__ == "__main__":
     arguments = sys.argv[1:]
     chosen = [a.split("=", 1)[1] for a in arguments if a.startswith("--family=")]
-    main(tuple(int(s) for s in arguments if s.isdigit()) or (0, 1, 2), names=chosen)
+    main(tuple(int(s) for s in arguments if s.isdigit()) or (0, 1, 2), names=chosen, points="--points" in arguments)

@@ -6,7 +6,7 @@ logs where each n covers its own compute range), and what no law describes gets 
 
 import pandas as pd
 import pytest
-from known_truth import CLOSE, CLOSE_POSITIVE, SCENARIOS, fit_repetition, outside_range, recovery
+from known_truth import CLOSE, CLOSE_POSITIVE, SCENARIOS, fit_repetition, outside_range, point_lines, recovery
 
 from isocompute.fits.recommend import NoRecommendation, recommend
 
@@ -213,3 +213,18 @@ def test_recommend_extrapolates_only_an_identified_law(fits: dict) -> None:
     assert "no law" in recommend(refused, 1e6)["n_source"]
     with pytest.raises(NoRecommendation, match="outside the measured range"):
         recommend(refused, 1e9)
+
+
+def test_each_point_says_what_a_miss_is_made_of() -> None:
+    """`point_lines` sets the law's n* beside the truth's argmax and the truth's own leader set at every point,
+    and calls a miss where `recovery` does: beyond a factor 2 of the argmax, even where the argmax leads by less
+    than the tolerance (at M = 1 the truth's 16 and 32 are within 0.005)."""
+    scenario = CLOSE["close_fixed_batch_early"]
+    point = {"status": {"n": "all_lead"}, "leaders": {"n": [16, 32]}, "band": {"n": [16, 32]}}
+    law = {"ok": True, "L": 0.0, "k": 1.0, "log10_c0": 0.0, "b": 5.0}  # n* = 32 everywhere
+    fit = {"optimum": {"n": law}, "optimum_points": [{**point, "compute": 1.0}, {**point, "compute": 4.0}]}
+    first, second = point_lines(scenario, fit)
+    assert "truth 16 within tolerance [16, 32]" in first and first.endswith("law 32.0 within x2")
+    assert "truth 16 within tolerance [16]" in second
+    fit["optimum"]["n"] = {**law, "b": 5.01}  # a hundredth of a doubling beyond a factor 2 of 16
+    assert point_lines(scenario, fit)[0].endswith("MISS") and recovery(scenario, fit) == 0.0
