@@ -1,6 +1,6 @@
 """Evaluation tables with a known frontier, drawn the way the pipeline measures them, and how well the fits
-recover it. `python tests/known_truth.py [SEEDS...] [--family=NAME ...] [--points]` prints the recovery figures
-(with `--points`, every compute point of every fit);
+recover it. `python tests/known_truth.py [SEEDS...] [--family=NAME ...] [--points]` prints the recovery
+figures (with `--points`, every compute point of every fit);
 tests/test_recovery.py asserts them.
 
 Each scenario is a family of reward curves R_n(C) (the study's sigmoid) whose true optimum n*(C) is known.
@@ -433,16 +433,19 @@ def point_lines(scenario: Scenario, fit: dict, tolerance: float = 0.005) -> list
         true = np.array([scenario.reward(n, compute)[0] for n in ns])
         truth = ns[int(np.argmax(true))]
         ties = [n for n, value in zip(ns, true) if value >= true.max() - tolerance]
-        text = f"  C {row['compute']:10.4g} {row['status']['n']:9} leaders {row['leaders']['n']} band {row.get('band', {}).get('n')} "
-        text += f"| truth {truth} within tolerance {ties} margin {true.max() - np.sort(true)[-2]:.4f}"
+        text = (f"  C {row['compute']:10.4g} {row['status']['n']:9} leaders {row['leaders']['n']} "
+                f"band {row.get('band', {}).get('n')} | truth {truth} within tolerance {ties} "
+                f"margin {true.max() - np.sort(true)[-2]:.4f}")  # fmt: skip
         if law["ok"]:
-            predicted = 2 ** optimum_curve(np.log10(compute), law["L"], law["k"], law["log10_c0"], law["b"])[0]
-            text += f" | law {predicted:.1f} {'within x2' if abs(np.log2(predicted / truth)) <= 1.0 else 'MISS'}"
+            log2_n = optimum_curve(np.log10(compute), law["L"], law["k"], law["log10_c0"], law["b"])[0]
+            text += f" | law {2**log2_n:.1f} {'within x2' if abs(log2_n - np.log2(truth)) <= 1.0 else 'MISS'}"
         lines.append(text)
     return lines
 
 
-def main(seeds: Sequence[int] = (0, 1, 2), bootstrap: int = 30, names: Sequence[str] = (), points: bool = False) -> None:
+def main(
+    seeds: Sequence[int] = (0, 1, 2), bootstrap: int = 30, names: Sequence[str] = (), points: bool = False
+) -> None:
     """Per scenario, counts or not, and seed: the verdict, n* within x2 of the truth where it moves (over
     every point for a negative case), the replicas' agreement and the law's change with its interval; with
     `points`, every compute point below it (`point_lines`)."""
@@ -475,4 +478,5 @@ def main(seeds: Sequence[int] = (0, 1, 2), bootstrap: int = 30, names: Sequence[
 if __name__ == "__main__":
     arguments = sys.argv[1:]
     chosen = [a.split("=", 1)[1] for a in arguments if a.startswith("--family=")]
-    main(tuple(int(s) for s in arguments if s.isdigit()) or (0, 1, 2), names=chosen, points="--points" in arguments)
+    seeds = tuple(int(s) for s in arguments if s.isdigit()) or (0, 1, 2)
+    main(seeds, names=chosen, points="--points" in arguments)

@@ -216,9 +216,9 @@ def test_recommend_extrapolates_only_an_identified_law(fits: dict) -> None:
 
 
 def test_each_point_says_what_a_miss_is_made_of() -> None:
-    """`point_lines` sets the law's n* beside the truth's argmax and the truth's own leader set at every point,
-    and calls a miss where `recovery` does: beyond a factor 2 of the argmax, even where the argmax leads by less
-    than the tolerance (at M = 1 the truth's 16 and 32 are within 0.005)."""
+    """`point_lines` sets the law's n* beside the truth's argmax and the truth's own leader set at every
+    point, and calls a miss where `recovery` does: beyond a factor 2 of the argmax, even where the argmax
+    leads by less than the tolerance (at M = 1 the truth's 16 and 32 are within 0.005)."""
     scenario = CLOSE["close_fixed_batch_early"]
     point = {"status": {"n": "all_lead"}, "leaders": {"n": [16, 32]}, "band": {"n": [16, 32]}}
     law = {"ok": True, "L": 0.0, "k": 1.0, "log10_c0": 0.0, "b": 5.0}  # n* = 32 everywhere
