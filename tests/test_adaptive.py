@@ -19,6 +19,7 @@ from known_truth import SCENARIOS, K, draw, recovery
 from isocompute.adaptive.decisions import (
     BEHIND_DOUBLINGS,
     REWARD_MAX,
+    TIE_FROM,
     ceiling_bound,
     decide,
     replay,
@@ -144,8 +145,9 @@ def test_replay_decisions_follow_the_rule(replayed: tuple) -> None:
     """Every decision saw only what its rung allowed; no stop of the frontier's arm, nor of its neighbours but by
     the forecast; a bound's stop after min_steps and with a bound under the frontier's lower edge, a behind stop
     two doublings or more below the leaders, a plateau stop only on an identified law, a forecast's from half
-    the run with its upper edge under the frontier's lower edge by the tolerance; the audit arm ran past its
-    stop."""
+    the run with its upper edge under the frontier's lower edge by the tolerance, a tie's from `TIE_FROM` of the
+    run with its forecast meeting the frontier's arm's widened by the tolerance, never a guard's; the audit arm ran
+    past its stop."""
     adaptive, _ = replayed
     arms = sorted(a["n"] for a in adaptive["arms"])
     rules = set()
@@ -167,6 +169,11 @@ def test_replay_decisions_follow_the_rule(replayed: tuple) -> None:
                 elif rule == "extrapolate":
                     assert numbers["steps"] >= SETTINGS.min_steps and numbers["seen"] >= SEEN_FROM
                     assert numbers["forecast_upper"] < numbers["frontier_low"] - DEFAULT_TOLERANCE
+                elif rule == "tie":
+                    assert decision["n"] not in guarded and numbers["steps"] >= SETTINGS.min_steps
+                    assert numbers["seen"] >= TIE_FROM
+                    low, high = numbers["frontier_forecast"]
+                    assert numbers["forecast"][1] >= low - DEFAULT_TOLERANCE and numbers["forecast"][0] <= high + DEFAULT_TOLERANCE
                 else:
                     assert rule == "plateau" and round_["law"]["identified"] == "identified"
     assert rules, "the paper-like truth stops arms"

@@ -28,6 +28,10 @@ Past half its run (in linear compute) an arm also stops where the upper edge of 
 (`adaptive.extrapolation`: its own sigmoid, the interval of a new evaluation) lies below the frontier's lower
 edge by more than the fits' tolerance (`below_by_forecast`); before half its run the forecast's intervals did
 not cover the truth on every known-truth family (docs/log/adaptive-extrapolation.md), so it is not read there.
+Where arms tie no band separates them, and none of these stops fires: past a quarter of its run an arm that leads
+at C_top and whose forecast the forecasts cannot tell from the frontier's arm's stops as *tied*
+(`tied_to_frontier`). It is judged level, not behind, so the fits read it as censored beyond its stop, where it may
+lead (`CENSORED_STOPS`): where it may lead a point is no evidence of n*, so the arms left running make no law there.
 Guards: the frontier's arm at C_top and its neighbours on the grid (n*/2 and 2 n*) always continue. One
 audit arm, the first stopped (the closest call of that round), runs `audit_rungs` rungs past its stop and
 is then decided again, so the cost of stopping is measured rather than assumed.
@@ -93,6 +97,21 @@ STOP_ASSUMPTIONS = {
     "extrapolate": "its forecast from half its run, whose interval covered the known truth from that fraction on, "
     "holds: its upper edge lies more than the tolerance below the frontier's lower edge",
 }
+# The stop rules whose arms the fits read as censored, not settled (`settled_arms`), with why: a tied arm is judged
+# to stay level with the frontier, not behind it, so beyond its stop it may lead. That is what censored says (a run
+# not measured there that may lead), and a point where a censored run leads is no evidence of n*
+# (`fits.leaders`): the arms left running make no law where it may lead, so a tie cut on noise costs evidence.
+# Settled, the tied arm would be no candidate, and the large n left running after the small n stop would read as
+# a rising n*.
+CENSORED_STOPS = {
+    "tie": "tied with the frontier's arm: it may lead beyond its stop, so it is censored there, not settled",
+}
+# From this fraction of an arm's run (in linear compute) a tie is read off its forecast (`tied_to_frontier`). It is
+# below the fraction from which the forecast's intervals covered the truth (`SEEN_FROM`, a half): a tie stop
+# rests on no bound, since its arm stays censored, so a miscalibrated interval costs evidence, which the positives'
+# recovery measures (no law lost on 36 draws, none made on 18 with no law to find). From half a run no tie rule can save what a peer saves
+# (docs/log/adaptive-peers.md, setting T1: 91 % of the grid on the negatives against the median pruner's 77 %).
+TIE_FROM = 1 / 4
 
 
 @dataclass(frozen=True)
@@ -348,6 +367,67 @@ def below_by_forecast(
     return result
 
 
+def tied_to_frontier(
+    fit: Mapping[str, Any],
+    decisions: list[Decision],
+    steps: Mapping[int, int],
+    ends: Mapping[int, float],
+    settings: AdaptiveSettings,
+    seed: int,
+) -> list[Decision]:
+    """The tie's part of the rule: where no band separates close curves, no other part stops an arm level with
+    the frontier, and a sweep of tied arms runs nearly every arm to C_max. An arm the round extends stops as
+    *tied* where it is no guard (the frontier's arm at C_top and its neighbours keep measuring the frontier), is
+    past `min_steps` and `TIE_FROM` of its run (its end in `ends`), leads at the top of the reached range (the data
+    cannot place it behind now), and its forecast at its end (`adaptive.extrapolation`) cannot be told from the
+    frontier's arm's at that compute: its interval meets the frontier's arm's widened by `fits.tolerance` on each
+    side (the gap between them, if any, is one no user would act on). The fits read it as censored beyond its
+    stop (`CENSORED_STOPS`): where it may lead a point is no evidence of n*, so a tie cut on noise costs evidence;
+    only where its fitted curve beyond the stop falls materially behind does a point count it among the values
+    it tells apart."""
+    top = fit["frontier"][-1] if fit["frontier"] else None
+    points = fit["optimum_points"]
+    if top is None or not points or fit["optimum_at_max_compute"] is None:
+        return decisions
+    n_top = int(fit["optimum_at_max_compute"]["n"])
+    leading = set(points[-1]["leaders"]["n"])
+    guarded = guards(fit, sorted(steps))
+    reached = {int(curve["key"]["n"]): float(curve["range"][1]) for curve in fit["curves"]}
+    seen = {n: reached[n] * CAP_SLACK / ends[n] for n in reached}
+    candidates = [d.n for d in decisions if d.action == "extend" and d.n not in guarded and d.n in leading
+                  and d.n in reached and steps[d.n] >= settings.min_steps and seen[d.n] >= TIE_FROM]  # fmt: skip
+    if not candidates or n_top not in reached:
+        return decisions
+    at = {n: min(ends[n], ends[n_top]) for n in candidates}
+    targets = sorted(set(at.values()))
+    forecasts = forecast_arms(pd.DataFrame(fit["measured"]), fit["metric"], fit["compute"],
+                              {**{n: [c] for n, c in at.items()}, n_top: targets}, fit["base_reward"],
+                              fit["bootstrap"]["resamples"], seed, SHARE)  # fmt: skip
+    frontier_arm = forecasts[n_top]
+    if not isinstance(frontier_arm, Forecast):
+        return decisions
+    tolerance = fit["tolerance"]
+    result = []
+    for decision in decisions:
+        forecast = forecasts.get(decision.n) if decision.n in candidates else None
+        if not isinstance(forecast, Forecast):
+            result.append(decision)
+            continue
+        i = targets.index(at[decision.n])
+        low, high = float(frontier_arm.low[i]) - tolerance, float(frontier_arm.high[i]) + tolerance
+        if forecast.high[0] < low or forecast.low[0] > high:
+            result.append(decision)
+            continue
+        result.append(Decision(decision.n, "stop", (
+            f"tied with the frontier: it leads at C = {points[-1]['compute']:.4g} and, from {seen[decision.n]:.0%} of its "
+            f"run, its forecast at C = {at[decision.n]:.4g} ({forecast.low[0]:.3f}-{forecast.high[0]:.3f}) meets the "
+            f"frontier's arm n = {n_top}'s ({low + tolerance:.3f}-{high - tolerance:.3f}) widened by the tolerance "
+            f"{tolerance:g}: censored beyond its stop, where it may lead"),
+            {**decision.numbers, "rule": "tie", "seen": seen[decision.n], "forecast": [float(forecast.low[0]),
+             float(forecast.high[0])], "frontier_forecast": [low + tolerance, high - tolerance]}))  # fmt: skip
+    return result
+
+
 def replay(
     evals: pd.DataFrame,
     counts: pd.DataFrame | None,
@@ -532,6 +612,8 @@ def decide_round(
         decisions, plateau = above_own_plateau(fit, decisions, steps, plateau)
     if "extrapolate" in rules and ends is not None:
         decisions = below_by_forecast(fit, decisions, steps, ends, settings, index)
+    if "tie" in rules and ends is not None:
+        decisions = tied_to_frontier(fit, decisions, steps, ends, settings, index)
     audit, decisions = _audit(audit, decisions, index, cap, settings)
     law = fit["optimum"]["n"]
     top = fit["optimum_at_max_compute"]
@@ -606,11 +688,13 @@ def stop_rule(decision: Mapping[str, Any]) -> str:
 def settled_arms(stopped: Mapping[int, Mapping[str, Any]], reached: Mapping[int, float]) -> dict[Key, Settled]:
     """The arms the rule stopped (`stopped`: n to why and by which `rule`), each settled at the compute it
     reached (`reached`): the rule judged it behind beyond its stop, on the assumption `STOP_ASSUMPTIONS` names,
-    so the fits read it as no candidate there rather than as a run that merely ended (censored)."""
+    so the fits read it as no candidate there rather than as a run that merely ended (censored). An arm stopped
+    as tied (`CENSORED_STOPS`) is judged level, not behind: it stays censored."""
     return {
         (n,): Settled(float(reached[n]), record["rule"],
                       f"{record['reason']} (on the assumption that {STOP_ASSUMPTIONS.get(record['rule'], 'its rule holds')})")
         for n, record in stopped.items()
+        if record["rule"] not in CENSORED_STOPS
     }  # fmt: skip
 
 

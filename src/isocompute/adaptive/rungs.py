@@ -19,8 +19,9 @@ CAP_SLACK = 10**SAME_COMPUTE_DECADES
 
 # The plain rule's parts, each of which `replay` can leave out to show what it saves: the bound on a saturated
 # arm's ceiling (the first rule), an arm left behind a rising frontier, an arm above the data's own plateau, an
-# arm whose forecast future (`adaptive.extrapolation`, where calibrated) stays below the frontier.
-RULES = ("bound", "behind", "plateau", "extrapolate")
+# arm whose forecast future (`adaptive.extrapolation`, where calibrated) stays below the frontier, an arm tied with
+# the frontier's (its forecast inside the frontier's arm's, where every arm may lead: read as censored, not settled).
+RULES = ("bound", "behind", "plateau", "extrapolate", "tie")
 
 
 class AdaptiveError(IsoComputeError, ValueError):
