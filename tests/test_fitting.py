@@ -11,6 +11,8 @@ from isocompute.fits.forms import (
     OptimumFit,
     RewardFit,
     declining_curve,
+    declining_jacobian,
+    declining_past_mid,
     fit_reward,
     fit_to_json,
     optimum_curve,
@@ -276,6 +278,34 @@ def test_a_curve_that_falls_after_its_peak_gets_its_decline_and_keeps_it_in_the_
     assert back == fit and back(DENSE[-1]) == pytest.approx(fit(DENSE[-1]))
     # The rising part alone is judged for saturation: a curve past its peak has saturated.
     assert not any(flag.startswith("A not identified") for flag in fit.flags)
+
+
+@pytest.mark.parametrize(
+    "params", [(0.2, 0.7, 4.0, 1.5, 0.03, 1.5), (0.455, 0.99, 4.9, 1.8, 0.0096, 0.8), (0.1, 0.5, 6.2, 0.7, 0.2, 0.3)]
+)
+def test_the_declining_jacobian_is_the_curves_derivative(params: tuple[float, ...]) -> None:
+    """Central differences of `declining_past_mid` in each of (r0, A, C_mid, B, D, gap), away from the kink:
+    moving C_mid moves the peak too, so its column carries the decline past the peak."""
+    x = np.linspace(3.0, 7.0, 23)
+    x = x[np.abs(x - params[2] - params[5]) > 1e-3]
+    analytic = declining_jacobian(x, *params)
+    step = 1e-6
+    for column in range(len(params)):
+        up, down = list(params), list(params)
+        up[column] += step
+        down[column] -= step
+        numeric = (declining_past_mid(x, *up) - declining_past_mid(x, *down)) / (2 * step)
+        np.testing.assert_allclose(analytic[:, column], numeric, atol=1e-7, err_msg=f"column {column}")
+
+
+def test_a_replica_of_a_declining_fit_holds_the_shared_slope() -> None:
+    """`slope` holds B in either form: a declining curve's refit from its start keeps B at the slope given."""
+    reward = declining_curve(np.log10(DENSE), 0.2, 0.7, 4.0, 1.5, 0.03, 5.5)
+    start = RewardFit(0.2, 0.7, 4.0, 1.5, 0.0, len(DENSE), anchored=True, decline=0.03, log10_c_peak=5.5)
+    held = fit_reward(DENSE, reward, r0=0.2, start=start, slope=1.2)
+    assert isinstance(held, RewardFit) and held.decline > 0
+    assert held.b == 1.2 and held.r0 == 0.2
+    assert not any(flag.startswith("b at") for flag in held.flags)
 
 
 def test_a_noisy_sigmoid_is_seldom_given_a_decline() -> None:

@@ -43,6 +43,8 @@ MAX_EVALUATIONS = 300
 SATURATED_SHARE = 0.9
 # A parameter within this share of its bounds' span from a bound is "at its bound".
 AT_BOUND = 0.01
+# Where R0 and B sit in both forms' parameters (r0, A, C_mid, B[, D, gap]): the two a fit may hold (`_held`).
+R0, SLOPE = 0, 3
 Key = tuple[int, ...]
 
 
@@ -162,6 +164,62 @@ def reward_jacobian(log10_c: np.ndarray, r0: float, a: float, log10_c_mid: float
     return np.stack([1.0 - s, s, -slope * b, slope * (x - log10_c_mid)], axis=1)
 
 
+def declining_past_mid(
+    log10_c: np.ndarray, r0: float, a: float, log10_c_mid: float, b: float, decline: float, gap: float
+) -> np.ndarray:
+    """`declining_curve` with the peak written as its distance past the midpoint, as it is fitted."""
+    return declining_curve(log10_c, r0, a, log10_c_mid, b, decline, log10_c_mid + gap)
+
+
+def declining_jacobian(
+    log10_c: np.ndarray, r0: float, a: float, log10_c_mid: float, b: float, decline: float, gap: float
+) -> np.ndarray:
+    """d `declining_past_mid` / d (r0, A, C_mid, B, D, gap), one row per point: the decline fits start from 18
+    points, so finite differences would make them most of a study's fitting time. Moving C_mid moves the peak
+    with it (C_peak = C_mid + gap), so d/d C_mid carries the decline's D past the peak as d/d gap does."""
+    x = np.asarray(log10_c, dtype=float)
+    past = x - log10_c_mid - gap
+    falling = decline * (past > 0)
+    rising = reward_jacobian(x, r0, a, log10_c_mid, b)
+    rising[:, 2] += falling
+    return np.column_stack([rising, -np.maximum(0.0, past), falling])
+
+
+def _held(r0: float | None, slope: float | None) -> dict[int, float]:
+    """The parameters a fit holds, by their place in either form: R0 at the base model's reward (the curve's
+    value as C -> 0), B at the slope the other arms share (`adaptive.extrapolation`)."""
+    return {index: value for index, value in ((R0, r0), (SLOPE, slope)) if value is not None}
+
+
+def _fit_held(
+    curve: Any,
+    jacobian: Any,
+    x: np.ndarray,
+    y: np.ndarray,
+    starts: Sequence[Sequence[float]],
+    bounds: Bounds,
+    held: Mapping[int, float],
+) -> tuple[list[float], float] | None:
+    """`best_fit` of `curve` over its parameters not `held`, with starts, bounds and the result in all of its
+    parameters: the one place where both forms hold R0 or B."""
+    size = len(bounds[0])
+    free = [index for index in range(size) if index not in held]
+
+    def every(params: Sequence[float]) -> list[float]:
+        values = {**held, **dict(zip(free, params))}
+        return [float(values[index]) for index in range(size)]
+
+    best = best_fit(
+        lambda log10_c, *p: curve(log10_c, *every(p)),
+        x,
+        y,
+        [[s[i] for i in free] for s in starts],
+        ([bounds[0][i] for i in free], [bounds[1][i] for i in free]),
+        lambda log10_c, *p: jacobian(log10_c, *every(p))[:, free],
+    )
+    return None if best is None else (every(best[0]), best[1])
+
+
 def at_bounds(names: Sequence[str], values: Sequence[float], bounds: Bounds) -> list[tuple[str, str]]:
     """The parameters that ended at (within `AT_BOUND` of the span of) a bound, with "lower" or "upper"."""
     stuck = []
@@ -207,8 +265,8 @@ def fit_reward(
     reward = np.asarray(reward, dtype=float)
     keep = (compute > 0) & np.isfinite(reward)
     x, y = np.log10(compute[keep]), reward[keep]
-    fixed = {index: value for index, value in ((0, r0), (3, slope)) if value is not None}
-    free = SIGMOID_PARAMS - len(fixed)
+    held = _held(r0, slope)
+    free = SIGMOID_PARAMS - len(held)
     if len(x) <= free:
         return FitFailure(
             "too_few_points",
@@ -227,44 +285,28 @@ def fit_reward(
         starts = [[start.r0, start.a, start.log10_c_mid, start.b]]
     bounds = ([0.0, 0.0, low - 3.0, 0.05], [1.0, 1.0, high + 3.0, 10.0])
     if start is not None and start.decline > 0:
-        return _declining_fit(x, y, r0, [[*starts[0], start.decline, start.log10_c_peak]], bounds)
-    chosen = [index for index in range(SIGMOID_PARAMS) if index not in fixed]
-    # The fixed parameters are the first (R0) and the last (B), so the free ones are a slice of the Jacobian.
-    columns = slice(chosen[0], chosen[-1] + 1)
-
-    def every(params: Sequence[float]) -> list[float]:
-        values = dict(fixed)
-        values.update(zip(chosen, params))
-        return [values[index] for index in range(SIGMOID_PARAMS)]
-
-    best = best_fit(
-        lambda log10_c, *p: reward_curve(log10_c, *every(p)),
-        x,
-        y,
-        [[s[i] for i in chosen] for s in starts],
-        ([bounds[0][i] for i in chosen], [bounds[1][i] for i in chosen]),
-        lambda log10_c, *p: reward_jacobian(log10_c, *every(p))[:, columns],
-    )
+        return _declining_fit(x, y, held, [[*starts[0], start.decline, start.log10_c_peak]], bounds)
+    best = _fit_held(reward_curve, reward_jacobian, x, y, starts, bounds, held)
     if best is None:
         return FitFailure("no_convergence", "least squares did not converge from any start")
     params, error = best
-    fit = RewardFit(*(float(v) for v in every(params)), rmse=error, num_points=len(x), anchored=r0 is not None)
-    fit = RewardFit(**{**asdict(fit), "flags": _reward_flags(fit, (low, high), bounds, chosen)})
+    fit = RewardFit(*params, rmse=error, num_points=len(x), anchored=R0 in held)
+    fit = RewardFit(**{**asdict(fit), "flags": _reward_flags(fit, (low, high), bounds, held)})
     if start is not None or slope is not None:
         return fit
-    falling = _falling(x, y, r0, fit, bounds, decline_level)
+    falling = _falling(x, y, held, fit, bounds, decline_level)
     if falling is None:
         return fit
     # A fall seen on several points, not on the last alone: the test must reject the sigmoid without it too.
     head = np.argsort(x)[:-1]
     shorter = fit_reward(10 ** x[head], y[head], r0, start=fit)
-    if not isinstance(shorter, RewardFit) or _falling(x[head], y[head], r0, shorter, bounds, decline_level) is None:
+    if not isinstance(shorter, RewardFit) or _falling(x[head], y[head], held, shorter, bounds, decline_level) is None:
         return fit
     return falling
 
 
 def _falling(
-    x: np.ndarray, y: np.ndarray, r0: float | None, sigmoid: RewardFit, bounds: Bounds, level: float
+    x: np.ndarray, y: np.ndarray, held: Mapping[int, float], sigmoid: RewardFit, bounds: Bounds, level: float
 ) -> RewardFit | None:
     """The fit with a decline after the peak where it rejects `sigmoid` (the sigmoid alone, fitted to the same
     points) at `level`, else None."""
@@ -274,33 +316,27 @@ def _falling(
     top = max(sigmoid.a, float(y.max()))
     starts = [[sigmoid.r0, a, sigmoid.log10_c_mid, sigmoid.b, decline, peak]
               for a, decline, peak in itertools.product((sigmoid.a, top), (0.003, 0.01, 0.03), np.quantile(risen, [0.25, 0.5, 0.75]))]  # fmt: skip
-    falling = _declining_fit(x, y, r0, starts, bounds)
+    falling = _declining_fit(x, y, held, starts, bounds)
     return falling if isinstance(falling, RewardFit) and _rejects_sigmoid(sigmoid, falling, x, level) else None
 
 
 def _declining_fit(
-    x: np.ndarray, y: np.ndarray, r0: float | None, starts: Sequence[Sequence[float]], bounds: Bounds
+    x: np.ndarray, y: np.ndarray, held: Mapping[int, float], starts: Sequence[Sequence[float]], bounds: Bounds
 ) -> RewardFit | FitFailure:
     """The sigmoid with a decline past a peak at or after its midpoint (x = log10 C), from `starts`
-    (r0, A, C_mid, B, D, C_peak); with `r0` given, r0 is fixed. The peak is fitted as its distance past the
-    midpoint: a decline that began before the curve rose would tilt its base, not follow a peak."""
+    (r0, A, C_mid, B, D, C_peak), with the `held` parameters of `_held`. The peak is fitted as its distance
+    past the midpoint (`declining_past_mid`): a decline that began before the curve rose would tilt its base,
+    not follow a peak."""
     low, high = float(x.min()), float(x.max())
     full = ([*bounds[0], 0.0, 0.0], [*bounds[1], 1.0, high - bounds[0][2]])
-    free = slice(0, None) if r0 is None else slice(1, None)
-
-    def func(log10_c: np.ndarray, *p: float) -> np.ndarray:
-        r0_p, a, mid, b, decline, gap = p if r0 is None else (r0, *p)
-        return declining_curve(log10_c, r0_p, a, mid, b, decline, mid + gap)
-
-    gaps = [[*s[:4], s[4], max(s[5] - s[2], 0.0)] for s in starts]
-    best = best_fit(func, x, y, [g[free] for g in gaps], (full[0][free], full[1][free]))
+    gaps = [[*s[:5], max(s[5] - s[2], 0.0)] for s in starts]
+    best = _fit_held(declining_past_mid, declining_jacobian, x, y, gaps, full, held)
     if best is None:
         return FitFailure("no_convergence", "least squares did not converge from any start")
-    params = best[0] if r0 is None else np.concatenate([[r0], best[0]])
-    r0_fit, a, mid, b, decline, gap = (float(p) for p in params)
-    fit = RewardFit(r0_fit, a, mid, b, rmse=best[1], num_points=len(x), anchored=r0 is not None, decline=decline,
+    (r0, a, mid, b, decline, gap), error = best
+    fit = RewardFit(r0, a, mid, b, rmse=error, num_points=len(x), anchored=R0 in held, decline=decline,
                     log10_c_peak=mid + gap)  # fmt: skip
-    return RewardFit(**{**asdict(fit), "flags": _reward_flags(fit, (low, high), bounds, range(SIGMOID_PARAMS)[free])})
+    return RewardFit(**{**asdict(fit), "flags": _reward_flags(fit, (low, high), bounds, held)})
 
 
 def _rejects_sigmoid(sigmoid: RewardFit, falling: RewardFit, log10_c: np.ndarray, level: float) -> bool:
@@ -318,8 +354,11 @@ def _rejects_sigmoid(sigmoid: RewardFit, falling: RewardFit, log10_c: np.ndarray
     return bool(f_distribution.sf(statistic, DECLINE_PARAMS, dof) < level)
 
 
-def _reward_flags(fit: RewardFit, log10_range: tuple[float, float], bounds: Bounds, free: Sequence[int]) -> tuple[str, ...]:
-    """What the curve's data leave undetermined; the fit stays usable inside its measured range."""
+def _reward_flags(
+    fit: RewardFit, log10_range: tuple[float, float], bounds: Bounds, held: Mapping[int, float]
+) -> tuple[str, ...]:
+    """What the curve's data leave undetermined; the fit stays usable inside its measured range (a held
+    parameter is not the data's, so it is never flagged at its bound)."""
     flags = []
     gain = fit.a - fit.r0
     reached = fit.sigmoid(10 ** log10_range[1]) - fit.r0
@@ -329,6 +368,7 @@ def _reward_flags(fit: RewardFit, log10_range: tuple[float, float], bounds: Boun
         flags.append(f"C_mid not identified: {10 ** fit.log10_c_mid:.3g} lies outside the measured range")
     names = ["r0", "a", "log10_c_mid", "b"]
     values = [fit.r0, fit.a, fit.log10_c_mid, fit.b]
+    free = [index for index in range(SIGMOID_PARAMS) if index not in held]
     free_bounds = ([bounds[0][i] for i in free], [bounds[1][i] for i in free])
     stuck = at_bounds([names[i] for i in free], [values[i] for i in free], free_bounds)
     flags += [f"{name} at its {side} bound" for name, side in stuck]
