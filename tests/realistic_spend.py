@@ -8,7 +8,7 @@ one letter per round saying why the round kept it running or stopped it:
     m  under min_steps          g  guard: the frontier's arm at C_top or a neighbour (n*/2, 2 n*)
     u  ceiling not identified (bound 1)   r  identified ceiling reaches the frontier's lower edge
     a  audit arm run past its stop        n  no band on the frontier
-    B H P E  stopped by bound, behind, plateau, extrapolate    R  resumed    .  stopped earlier
+    B H P E T  stopped by bound, behind, plateau, extrapolate, tie    R  resumed    .  stopped earlier
 
 The totals per draw say how much of the grid each reason held: an arm's rollouts over rung r are charged to
 its letter in round r - 1 (rung 0's, which every arm runs before any decision, to '0'). The realistic tables'
@@ -27,7 +27,7 @@ from known_truth import draw
 
 from isocompute.adaptive.rungs import RULES, rung_step
 
-LETTERS = {"bound": "B", "behind": "H", "plateau": "P", "extrapolate": "E"}
+LETTERS = {"bound": "B", "behind": "H", "plateau": "P", "extrapolate": "E", "tie": "T"}
 
 
 def letter(decision: Mapping[str, Any]) -> str:
@@ -81,7 +81,7 @@ def charge(result: Mapping[str, Any], evals: Any) -> dict[str, float]:
         previous = 0.0
         for index, cap in enumerate(caps):
             reason = "0" if index == 0 else line[index - 1]
-            if reason in "BHPE.":
+            if reason in "BHPET.":
                 continue
             spent = arm_spend(evals, n, rung_step(checkpoints[n], cap, index == len(caps) - 1))
             held[reason] += (spent - previous) / result["rollouts_full_grid"]
