@@ -225,6 +225,22 @@ def main(
     print(f"\nwall time {time.time() - start:.0f} s")
 
 
+def command_options(args: list[str], names: Sequence[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """The seeds (positional) and each repeatable `--name value` option's values, for this script and the others
+    that replay its draws (tests/realistic_spend.py)."""
+    rest, chosen = list(args), {name: [] for name in names}
+    while any(a in chosen for a in rest):
+        at = next(i for i, a in enumerate(rest) if a in chosen)
+        chosen[rest[at]].append(rest[at + 1])
+        del rest[at : at + 2]
+    return rest, chosen
+
+
+def rules_option(chosen: Mapping[str, list[str]]) -> tuple[str, ...]:
+    """The rule's parts named by the last `--rules R1,R2,...`, else every part (`adaptive.rungs.RULES`)."""
+    return tuple(rule for rule in chosen["--rules"][-1].split(",") if rule) if chosen["--rules"] else RULES
+
+
 def wins(rows: Sequence[Mapping[str, Any]]) -> str:
     """A peer's wins over the rule, and in brackets those where neither was right (a cheaper miss)."""
     return f"{sum(r['wins'] for r in rows)} ({sum(r['both_miss'] for r in rows)})"
@@ -233,19 +249,7 @@ def wins(rows: Sequence[Mapping[str, Any]]) -> str:
 if __name__ == "__main__":
     # python tests/benchmark_peers.py [SEEDS...] [--family NAME]... [--policy NAME]... [--counts yes|no]
     #     [--peer-min-steps N] [--pruner POLICY:KEY=VALUE]... [--rules R1,R2,...]
-    args = sys.argv[1:]
-    chosen: dict[str, list[str]] = {
-        "--family": [],
-        "--policy": [],
-        "--counts": [],
-        "--peer-min-steps": [],
-        "--pruner": [],
-        "--rules": [],
-    }
-    while any(a in chosen for a in args):
-        at = next(i for i, a in enumerate(args) if a in chosen)
-        chosen[args[at]].append(args[at + 1])
-        del args[at : at + 2]
+    args, chosen = command_options(sys.argv[1:], ("--family", "--policy", "--counts", "--peer-min-steps", "--pruner", "--rules"))
     main(
         tuple(int(s) for s in args) or (0, 1, 2),
         chosen["--family"] or list(FAMILIES),
@@ -255,5 +259,5 @@ if __name__ == "__main__":
         if chosen["--peer-min-steps"]
         else SETTINGS,
         pruner_settings(chosen["--pruner"]),
-        tuple(rule for rule in chosen["--rules"][-1].split(",") if rule) if chosen["--rules"] else RULES,
+        rules_option(chosen),
     )

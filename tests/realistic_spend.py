@@ -22,10 +22,10 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from benchmark_peers import FAMILIES, outcome, replay_draw, verdict
+from benchmark_peers import FAMILIES, command_options, outcome, replay_draw, rules_option, verdict
 from known_truth import draw
 
-from isocompute.adaptive.rungs import RULES, rung_step
+from isocompute.adaptive.rungs import rung_step
 
 LETTERS = {"bound": "B", "behind": "H", "plateau": "P", "extrapolate": "E", "tie": "T"}
 
@@ -124,15 +124,10 @@ def main(seeds: Sequence[int], names: Sequence[str], with_counts: Sequence[bool]
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    chosen: dict[str, list[str]] = {"--family": [], "--counts": [], "--rules": []}
-    while any(a in chosen for a in args):
-        at = next(i for i, a in enumerate(args) if a in chosen)
-        chosen[args[at]].append(args[at + 1])
-        del args[at : at + 2]
+    args, chosen = command_options(sys.argv[1:], ("--family", "--counts", "--rules"))
     main(
         tuple(int(s) for s in args) or (0, 1, 2),
         chosen["--family"] or ["realistic_slow", "realistic_late"],
         [c == "yes" for c in chosen["--counts"]] or [True, False],
-        tuple(r for r in chosen["--rules"][-1].split(",") if r) if chosen["--rules"] else RULES,
+        rules_option(chosen),
     )
