@@ -327,6 +327,13 @@ def above_own_plateau(
     return result, ({"stopped": held} if held or state is not None else None)
 
 
+def run_seen(fit: Mapping[str, Any], ends: Mapping[int, float]) -> dict[int, float]:
+    """The share of its run (in linear compute, its end in `ends`) each measured arm has reached: both forecast
+    parts of the rule read an arm's forecast only from a fraction of its run on."""
+    return {int(curve["key"]["n"]): float(curve["range"][1]) * CAP_SLACK / ends[int(curve["key"]["n"])]
+            for curve in fit["curves"]}  # fmt: skip
+
+
 def below_by_forecast(
     fit: Mapping[str, Any],
     decisions: list[Decision],
@@ -346,9 +353,8 @@ def below_by_forecast(
     if top is None or top.get("reward_low") is None or fit["optimum_at_max_compute"] is None:
         return decisions
     low, n_top = float(top["reward_low"]), int(fit["optimum_at_max_compute"]["n"])
-    reached = {int(curve["key"]["n"]): float(curve["range"][1]) for curve in fit["curves"]}
-    seen = {n: reached[n] * CAP_SLACK / ends[n] for n in reached}
-    candidates = [d.n for d in decisions if d.action == "extend" and d.n != n_top and d.n in reached
+    seen = run_seen(fit, ends)
+    candidates = [d.n for d in decisions if d.action == "extend" and d.n != n_top and d.n in seen
                   and steps[d.n] >= settings.min_steps and seen[d.n] >= SEEN_FROM]  # fmt: skip
     forecasts = forecast_arms(pd.DataFrame(fit["measured"]), fit["metric"], fit["compute"], {n: [ends[n]] for n in candidates},
                               fit["base_reward"], fit["bootstrap"]["resamples"], seed, SHARE)  # fmt: skip
@@ -392,11 +398,10 @@ def tied_to_frontier(
     n_top = int(fit["optimum_at_max_compute"]["n"])
     leading = set(points[-1]["leaders"]["n"])
     guarded = guards(fit, sorted(steps))
-    reached = {int(curve["key"]["n"]): float(curve["range"][1]) for curve in fit["curves"]}
-    seen = {n: reached[n] * CAP_SLACK / ends[n] for n in reached}
+    seen = run_seen(fit, ends)
     candidates = [d.n for d in decisions if d.action == "extend" and d.n not in guarded and d.n in leading
-                  and d.n in reached and steps[d.n] >= settings.min_steps and seen[d.n] >= TIE_FROM]  # fmt: skip
-    if not candidates or n_top not in reached:
+                  and d.n in seen and steps[d.n] >= settings.min_steps and seen[d.n] >= TIE_FROM]  # fmt: skip
+    if not candidates or n_top not in seen:
         return decisions
     at = {n: min(ends[n], ends[n_top]) for n in candidates}
     targets = sorted(set(at.values()))
