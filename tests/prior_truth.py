@@ -139,6 +139,14 @@ def run_pairs(names: Sequence[str], seeds: Sequence[int]) -> dict[tuple[str, int
         return dict(zip(jobs, pool.map(run_pair, [PAIRS[name] for name, _ in jobs], [seed for _, seed in jobs])))
 
 
+def run_plain(names: Sequence[str], seeds: Sequence[int]) -> dict[tuple[str, int], dict[str, Any]]:
+    """`replay_b` of every realistic table and seed without a prior, on every core."""
+    jobs = [(name, seed) for name in names for seed in seeds]
+    with ProcessPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as pool:
+        results = pool.map(replay_b, [REALISTIC[name] for name, _ in jobs], [seed for _, seed in jobs], [None] * len(jobs))
+        return dict(zip(jobs, results))
+
+
 def fallback(result: dict[str, Any]) -> str:
     state = result.get("prior") or {}
     if state.get("fallback") is None:
