@@ -6,6 +6,7 @@ at config time.
 
 import copy
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,14 @@ from isocompute.adaptive.decisions import (
     settled_of_rounds,
 )
 from isocompute.adaptive.extrapolation import SEEN_FROM
-from isocompute.adaptive.rungs import AdaptiveError, AdaptiveSettings, reached_rungs, rung_caps, trained_rungs
+from isocompute.adaptive.rungs import (
+    RULES,
+    AdaptiveError,
+    AdaptiveSettings,
+    reached_rungs,
+    rung_caps,
+    trained_rungs,
+)
 from isocompute.cli import main
 from isocompute.fits.bootstrap import resample_evals
 from isocompute.fits.leaders import DEFAULT_TOLERANCE
@@ -101,6 +109,26 @@ def test_the_frontiers_arm_and_its_neighbours_continue_even_when_far_below(paper
     assert decisions[8].action == "extend" and "neighbour" in decisions[8].reason
     assert decisions[8].numbers["margin"] > 0, decisions[8].numbers  # the band test alone would have stopped it
     assert decisions[4].action == "stop" and decisions[4].numbers["upper"] < decisions[4].numbers["frontier_low"]
+
+
+def test_the_bound_stops_an_arm_only_at_a_second_look_in_a_row(paper: tuple) -> None:
+    """With `second_look`, n = 4 (its identified ceiling under the frontier at C = 1e6, which the bound alone
+    stops) runs on at its first look; a round later, its bound below the frontier at the look before too, it
+    stops; where the look before did not bound it below the frontier (a ceiling not identified then), it runs
+    on again: a ceiling fitted to a curve's first points must hold for a rung before it ends the arm."""
+    arms = {4, 8, 16}
+    fit = fit_of(paper, arms, 1e6)
+    steps, rules = reached_steps(paper, arms, 1e6), (*RULES, "second_look")
+    first = {d.n: d for d in decide(fit, steps, sorted(arms), SETTINGS, rules)}
+    assert first[4].action == "extend" and "at this look only" in first[4].reason, first[4]
+    assert first[4].numbers["upper"] < first[4].numbers["frontier_low"]
+    looked = {"decisions": [asdict(d) for d in first.values()]}
+    second = {d.n: d for d in decide(fit, steps, sorted(arms), SETTINGS, rules, looked)}
+    assert second[4].action == "stop" and "confidently below the frontier" in second[4].reason
+    assert second[8].action == "extend" and "neighbour" in second[8].reason
+    open_before = {"decisions": [{**asdict(first[4]), "numbers": {**first[4].numbers, "upper": REWARD_MAX}}]}
+    again = {d.n: d for d in decide(fit, steps, sorted(arms), SETTINGS, rules, open_before)}
+    assert again[4].action == "extend" and "at this look only" in again[4].reason
 
 
 def test_an_unsaturated_curve_stays_a_candidate(paper: tuple) -> None:

@@ -58,6 +58,7 @@ from isocompute.adaptive.extrapolation import SEEN_FROM, SHARE, Forecast, foreca
 from isocompute.adaptive.prior import Prior, contradiction, material_points, prior_of_law, prior_stop
 from isocompute.adaptive.rungs import (
     CAP_SLACK,
+    PILOT_RULES,
     RULES,
     AdaptiveError,
     AdaptiveSettings,
@@ -187,13 +188,19 @@ def rising_in_data(fit: Mapping[str, Any]) -> bool:
 
 
 def decide(
-    fit: Mapping[str, Any], steps: Mapping[int, int], active: Sequence[int], settings: AdaptiveSettings, rules: Sequence[str] = RULES
+    fit: Mapping[str, Any],
+    steps: Mapping[int, int],
+    active: Sequence[int],
+    settings: AdaptiveSettings,
+    rules: Sequence[str] = RULES,
+    previous: Mapping[str, Any] | None = None,
 ) -> list[Decision]:
     """Extend or stop each active arm, given the fit (`fit_study`'s JSON, with a bootstrap) of what is measured,
     by the bound and behind parts of `rules`.
 
     `steps` holds every arm's optimizer steps reached, stopped arms included (the arm list gives the
-    neighbours of the frontier's arm).
+    neighbours of the frontier's arm). With `second_look` in `rules` the bound stops an arm only where it also
+    held at the `previous` round's look (`bound_held_before`).
     """
     resamples = fit["bootstrap"]["resamples"]
     if resamples == 0:
@@ -208,6 +215,7 @@ def decide(
     reference = last_material(fit) if "behind" in rules and rising_in_data(fit) else None
     lowest = None if reference is None else min(reference["leaders"]["n"])
     curves = {int(curve["key"]["n"]): curve for curve in fit["curves"]}
+    held_before = bound_held_before(previous) if "second_look" in rules else None
     decisions = []
     for n in active:
         numbers: dict[str, Any] = {"steps": steps[n], "c_top": c_top, "n_top": n_top, "frontier_low": low}
@@ -218,6 +226,10 @@ def decide(
         numbers.update(upper=upper, margin=None if low is None else low - upper)
         if n in guarded:
             decisions.append(Decision(n, "extend", guarded[n], numbers))
+        elif "bound" in rules and low is not None and upper < low and held_before is not None and n not in held_before:
+            decisions.append(Decision(n, "extend", (
+                f"its bound {upper:.3f} ({why}) lies below the frontier's lower edge {low:.3f} at this look only: a "
+                f"ceiling fitted to a young curve moves, so the bound stops it only at a second look in a row"), numbers))  # fmt: skip
         elif "bound" in rules and low is not None and upper < low:
             decisions.append(Decision(n, "stop", (
                 f"confidently below the frontier over its whole remaining range: its reward stays under {upper:.3f} "
@@ -235,6 +247,17 @@ def decide(
         else:
             decisions.append(Decision(n, "extend", f"its bound {upper:.3f} ({why}) reaches the frontier's lower edge {low:.3f}", numbers))
     return decisions
+
+
+def bound_held_before(previous: Mapping[str, Any] | None) -> set[int]:
+    """The arms whose bound lay below the frontier at the `previous` round's look (its record: an identified
+    ceiling's upper edge `upper` under the frontier's lower edge `frontier_low`), whatever that round decided
+    for them. The bound's ceiling is identified on a curve fitted as saturated; on an arm's first few points a
+    short rise fits as saturated as well as the start of a longer one (docs/log/adaptive-peers.md, "The bound on
+    young ceilings"), and the next rung's points tell them apart: where the ceiling held at two looks in a row,
+    the bound stops the arm (the `second_look` pilot, `rungs.PILOT_RULES`)."""
+    looks = [(d["n"], d["numbers"].get("upper"), d["numbers"].get("frontier_low")) for d in (previous or {}).get("decisions", [])]
+    return {n for n, upper, low in looks if upper is not None and low is not None and upper < low}
 
 
 def follow_prior(
@@ -458,9 +481,9 @@ def replay(
     A resumed arm runs from where it stopped, as its run would. `rules` leaves parts of the plain rule out
     (`RULES`), to show what each saves; the workflow always applies every one.
     """
-    unknown = sorted(set(rules) - set(RULES))
+    unknown = sorted(set(rules) - set(RULES) - set(PILOT_RULES))
     if unknown:
-        raise AdaptiveError(f"unknown rules {unknown}: the plain rule's parts are {list(RULES)}")
+        raise AdaptiveError(f"unknown rules {unknown}: the plain rule's parts are {list(RULES)}, its pilots {list(PILOT_RULES)}")
     settings = settings or AdaptiveSettings()
     checkpoints, caps = replay_grid(evals, counts, options, bootstrap, base_counts, settings)
     arms = sorted(checkpoints)
@@ -607,7 +630,7 @@ def decide_round(
     next round; the replay and the workflow's rounds both decide through it (the workflow with every rule).
     With `ends` (each arm's last compute) the forecast's stops apply too (`below_by_forecast`)."""
     previous = previous or {}
-    decisions = decide(fit, steps, active, settings, rules)
+    decisions = decide(fit, steps, active, settings, rules, previous)
     state = None
     if prior is not None:
         decisions, state = follow_prior(fit, decisions, steps, prior, previous.get("prior"), index, compute_max or cap)

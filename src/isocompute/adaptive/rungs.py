@@ -22,6 +22,10 @@ CAP_SLACK = 10**SAME_COMPUTE_DECADES
 # arm whose forecast future (`adaptive.extrapolation`, where calibrated) stays below the frontier, an arm tied with
 # the frontier's (its forecast inside the frontier's arm's, where every arm may lead: read as censored, not settled).
 RULES = ("bound", "behind", "plateau", "extrapolate", "tie")
+# Parts a replay may add to the rule (`--rules`) that it does not yet apply: a pilot measured before adoption
+# (docs/log/adaptive-peers.md). `second_look`: the bound stops an arm only where its ceiling was identified and
+# below the frontier at two consecutive rounds, not on a ceiling fitted to its first few points.
+PILOT_RULES = ("second_look",)
 
 
 class AdaptiveError(IsoComputeError, ValueError):
