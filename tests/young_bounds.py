@@ -6,9 +6,10 @@ default, seeds 0-2, with counts and without) and lists, per draw, its share of t
 is right, then every stop by the ceiling bound (`decisions.decide`'s first part): its round, the arm n and its
 steps, the share of its run it had seen (`decisions.run_seen`), whether its last measured point lay past the
 midpoint of the curve the round fitted and past the truth's midpoint (`known_truth`), what became of the stop
-(reversed by the audit's second look or a resume, confirmed by the audit, or stood), and whether the arm leads
-in the truth beyond the compute it had reached (the true n* at a checkpoint past it: a stop there that stands
-loses an arm that owns the high-compute frontier). A summary per family and in all follows.
+(reversed by the audit's second look or a later resume, stopped again at the audit's second look, or stood),
+and whether the arm leads in the truth beyond the compute it had reached (the true n* at a checkpoint past it:
+a stop there that stands loses an arm that owns the high-compute frontier). A summary per family and in all
+follows.
 
 The question is docs/log/adaptive-peers.md's "The bound on young ceilings": how often the bound's ceiling is
 identified on a curve that has not yet passed its midpoint, and stops an arm the audit then has to save.
@@ -32,8 +33,8 @@ from isocompute.fits.forms import RewardFit, reward_fit_from_json
 # The fit each round decided on, as `decisions.decide` saw it: the replay keeps only the decisions, and the
 # bound's stop does not name the fitted midpoint, so the script listens to the fits (one call per round).
 SEEN: list[Mapping[str, Any]] = []
-# The fates of a stop that held: no later round resumed it, or the audit ran it on and stopped it again.
-STOOD = ("stood", "audit: stop confirmed")
+# The fates of a stop that held (`fate`): no later round resumed it, or the audit ran it on and stopped it again.
+STOOD = ("stood", "audit: stop")
 _decide = decisions.decide
 
 
@@ -46,13 +47,20 @@ decisions.decide = _listening_decide
 
 
 def fate(result: Mapping[str, Any], n: int, round_: int) -> str:
-    """What became of arm n's bound stop at round `round_`: reversed (by the audit's second look or a resume in a
-    later round), confirmed by the audit, or stood."""
+    """What became of arm n's bound stop at round `round_`: reversed (the audit's second look ran it on, or a later
+    round resumed it, as the plateau's pause does), stopped again at the audit's second look (by the bound, or by
+    another part), run on by the audit to the grid's end, or stood."""
     audit = result["audit"]
-    if audit is not None and audit["n"] == n and audit["stopped_round"] == round_:
-        return "reversed (audit)" if "reversed" in audit["outcome"] else f"audit: {audit['outcome']}"
+    audited = audit is not None and audit["n"] == n and audit["stopped_round"] == round_
+    if audited and "reversed" in audit["outcome"]:
+        return "reversed (audit)"
     later = [d for r in result["rounds"][round_ + 1 :] for d in r["decisions"] if d["n"] == n]
-    return "reversed (resume)" if any(d["action"] == "resume" for d in later) else "stood"
+    if any(d["action"] == "resume" for d in later):
+        return "reversed (resume)"
+    if audited and "decided_again" in audit:
+        again = decisions.stop_rule(audit["decided_again"])
+        return "audit: stop confirmed" if again == "bound" else f"audit: stopped by {again}"
+    return f"audit: {audit['outcome']}" if audited else "stood"
 
 
 def bound_stops(scenario: Scenario, result: Mapping[str, Any], fits: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -117,7 +125,7 @@ def main(seeds: Sequence[int], names: Sequence[str], with_counts: Sequence[bool]
                 tally["stops"] += len(stops)
                 tally["reversed"] += sum(s["fate"].startswith("reversed") for s in stops)
                 tally["leads_beyond"] += sum(s["leads_beyond"] for s in stops)
-                tally["stood_leading"] += sum(s["leads_beyond"] and s["fate"] in STOOD for s in stops)
+                tally["stood_leading"] += sum(s["leads_beyond"] and s["fate"].startswith(STOOD) for s in stops)
                 tally["before_fitted_mid"] += sum(not s["past_fitted_mid"] for s in stops)
                 tally["before_true_mid"] += sum(not s["past_true_mid"] for s in stops)
                 tally["early"] += sum(s["seen"] < 0.25 for s in stops)
