@@ -21,6 +21,7 @@ from isocompute.adaptive.decisions import (
     BEHIND_DOUBLINGS,
     REWARD_MAX,
     TIE_FROM,
+    Decision,
     ceiling_bound,
     decide,
     replay,
@@ -129,6 +130,27 @@ def test_the_bound_stops_an_arm_only_at_a_second_look_in_a_row(paper: tuple) -> 
     open_before = {"decisions": [{**asdict(first[4]), "numbers": {**first[4].numbers, "upper": REWARD_MAX}}]}
     again = {d.n: d for d in decide(fit, steps, sorted(arms), SETTINGS, rules, open_before)}
     assert again[4].action == "extend" and "at this look only" in again[4].reason
+
+
+def test_the_bound_asks_a_second_look_only_of_a_young_arm(paper: tuple) -> None:
+    """With `young_look`, n = 4 (its identified ceiling under the frontier at C = 1e6) runs on where this is its
+    first look past `min_steps` (no look before, or the look before had it under `min_steps`, so no bound); where
+    the look before had it past `min_steps`, its ceiling rests on more than one rung and the bound stops it at
+    this look, as where the bound held at the look before: only a ceiling fitted to a first rung's short rise
+    waits for a second look."""
+    arms = {4, 8, 16}
+    fit = fit_of(paper, arms, 1e6)
+    steps, rules = reached_steps(paper, arms, 1e6), (*RULES, "young_look")
+    first = {d.n: d for d in decide(fit, steps, sorted(arms), SETTINGS, rules)}
+    assert first[4].action == "extend" and "at this look only" in first[4].reason, first[4]
+    assert first[4].numbers["upper"] < first[4].numbers["frontier_low"]
+    young = {"decisions": [asdict(Decision(4, "extend", "under min_steps", {"steps": SETTINGS.min_steps - 1}))]}
+    assert {d.n: d for d in decide(fit, steps, sorted(arms), SETTINGS, rules, young)}[4].action == "extend"
+    older = {"decisions": [asdict(Decision(4, "extend", "open", {"steps": SETTINGS.min_steps, "upper": REWARD_MAX}))]}
+    stopped = {d.n: d for d in decide(fit, steps, sorted(arms), SETTINGS, rules, older)}
+    assert stopped[4].action == "stop" and "confidently below the frontier" in stopped[4].reason
+    held = {"decisions": [asdict(d) for d in first.values()]}
+    assert {d.n: d for d in decide(fit, steps, sorted(arms), SETTINGS, rules, held)}[4].action == "stop"
 
 
 def test_an_unsaturated_curve_stays_a_candidate(paper: tuple) -> None:
@@ -398,7 +420,7 @@ def test_a_prior_that_is_no_law_is_refused_with_the_key(prior: object, message: 
 
 
 def test_cli_replay_with_a_prior_reports_whether_it_held(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    evals, counts, base = draw(SCENARIOS["paper_easy_law"], 0)
+    evals, counts, _ = draw(SCENARIOS["paper_easy_law"], 0)
     evals.to_csv(tmp_path / "evals.csv", index=False)
     counts.to_parquet(tmp_path / "counts.parquet")
     out = tmp_path / "replay.json"

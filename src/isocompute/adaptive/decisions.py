@@ -200,7 +200,7 @@ def decide(
 
     `steps` holds every arm's optimizer steps reached, stopped arms included (the arm list gives the
     neighbours of the frontier's arm). With `second_look` in `rules` the bound stops an arm only where it also
-    held at the `previous` round's look (`bound_held_before`).
+    held at the `previous` round's look (`bound_held_before`); with `young_look`, only a young arm's (`young_arms`).
     """
     resamples = fit["bootstrap"]["resamples"]
     if resamples == 0:
@@ -215,7 +215,11 @@ def decide(
     reference = last_material(fit) if "behind" in rules and rising_in_data(fit) else None
     lowest = None if reference is None else min(reference["leaders"]["n"])
     curves = {int(curve["key"]["n"]): curve for curve in fit["curves"]}
-    held_before = bound_held_before(previous) if "second_look" in rules else None
+    if "second_look" in rules:
+        second = set(active)
+    else:
+        second = young_arms(previous, active, settings.min_steps) if "young_look" in rules else set()
+    held_before = bound_held_before(previous) if second else set()
     decisions = []
     for n in active:
         numbers: dict[str, Any] = {"steps": steps[n], "c_top": c_top, "n_top": n_top, "frontier_low": low}
@@ -226,7 +230,7 @@ def decide(
         numbers.update(upper=upper, margin=None if low is None else low - upper)
         if n in guarded:
             decisions.append(Decision(n, "extend", guarded[n], numbers))
-        elif "bound" in rules and low is not None and upper < low and held_before is not None and n not in held_before:
+        elif "bound" in rules and low is not None and upper < low and n in second and n not in held_before:
             decisions.append(Decision(n, "extend", (
                 f"its bound {upper:.3f} ({why}) lies below the frontier's lower edge {low:.3f} at this look only: a "
                 f"ceiling fitted to a young curve moves, so the bound stops it only at a second look in a row"), numbers))  # fmt: skip
@@ -258,6 +262,17 @@ def bound_held_before(previous: Mapping[str, Any] | None) -> set[int]:
     the bound stops the arm (the `second_look` pilot, `rungs.PILOT_RULES`)."""
     looks = [(d["n"], d["numbers"].get("upper"), d["numbers"].get("frontier_low")) for d in (previous or {}).get("decisions", [])]
     return {n for n, upper, low in looks if upper is not None and low is not None and upper < low}
+
+
+def young_arms(previous: Mapping[str, Any] | None, active: Sequence[int], min_steps: int) -> set[int]:
+    """The `active` arms whose ceiling the data have seen on one rung at most: at the `previous` round's look
+    (its record) each had fewer than `min_steps` optimizer steps, or had no look (round 0). The bound cannot stop
+    an arm under `min_steps`, so this round is its first chance, and its ceiling a fit of the short rise its first
+    rung past `min_steps` shows; on the known-truth draws every bound stop later reversed was such an arm's
+    (docs/log/adaptive-peers.md, "The bound on young ceilings"). The `young_look` pilot asks the second look
+    (`bound_held_before`) of these arms only, and lets the bound stop an arm with more data at its first look."""
+    before = {d["n"]: d["numbers"].get("steps") for d in (previous or {}).get("decisions", [])}
+    return {n for n in active if before.get(n) is None or before[n] < min_steps}
 
 
 def follow_prior(

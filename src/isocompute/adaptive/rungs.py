@@ -24,8 +24,9 @@ CAP_SLACK = 10**SAME_COMPUTE_DECADES
 RULES = ("bound", "behind", "plateau", "extrapolate", "tie")
 # Parts a replay may add to the rule (`--rules`) that it does not yet apply: a pilot measured before adoption
 # (docs/log/adaptive-peers.md). `second_look`: the bound stops an arm only where its ceiling was identified and
-# below the frontier at two consecutive rounds, not on a ceiling fitted to its first few points.
-PILOT_RULES = ("second_look",)
+# below the frontier at two consecutive rounds, not on a ceiling fitted to its first few points. `young_look`: the
+# same second look, asked only of an arm at its first rung past `min_steps` (`decisions.young_arms`).
+PILOT_RULES = ("second_look", "young_look")
 
 
 class AdaptiveError(IsoComputeError, ValueError):
