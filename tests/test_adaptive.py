@@ -101,10 +101,12 @@ def test_an_arm_the_rule_stopped_is_settled_beyond_its_stop_where_a_run_that_end
 
 def test_the_frontiers_arm_and_its_neighbours_continue_even_when_far_below(paper: tuple) -> None:
     """With n = 4, 8, 16 to C = 1e6, n = 16 owns the frontier; n = 8's ceiling (about 0.25) lies far under
-    it, yet as the frontier arm's neighbour it continues, while n = 4 (ceiling 0.2) stops."""
+    it, yet as the frontier arm's neighbour it continues, while n = 4 (ceiling 0.2, seen past `min_steps` at the
+    look before: no young arm) stops."""
     arms = {4, 8, 16}
     fit = fit_of(paper, arms, 1e6)
-    decisions = {d.n: d for d in decide(fit, reached_steps(paper, arms, 1e6), sorted(arms), SETTINGS)}
+    seen = {"decisions": [asdict(Decision(4, "extend", "an earlier rung", {"steps": SETTINGS.min_steps}))]}
+    decisions = {d.n: d for d in decide(fit, reached_steps(paper, arms, 1e6), sorted(arms), SETTINGS, previous=seen)}
     assert fit["optimum_at_max_compute"]["n"] == 16
     assert decisions[16].action == "extend" and "the frontier's arm" in decisions[16].reason
     assert decisions[8].action == "extend" and "neighbour" in decisions[8].reason
@@ -133,14 +135,16 @@ def test_the_bound_stops_an_arm_only_at_a_second_look_in_a_row(paper: tuple) -> 
 
 
 def test_the_bound_asks_a_second_look_only_of_a_young_arm(paper: tuple) -> None:
-    """With `young_look`, n = 4 (its identified ceiling under the frontier at C = 1e6) runs on where this is its
+    """By the rule (`young_look`), n = 4 (its identified ceiling under the frontier at C = 1e6) runs on where this is its
     first look past `min_steps` (no look before, or the look before had it under `min_steps`, so no bound); where
     the look before had it past `min_steps`, its ceiling rests on more than one rung and the bound stops it at
     this look, as where the bound held at the look before: only a ceiling fitted to a first rung's short rise
-    waits for a second look."""
+    waits for a second look; without the part the bound stops it at its first look."""
     arms = {4, 8, 16}
     fit = fit_of(paper, arms, 1e6)
-    steps, rules = reached_steps(paper, arms, 1e6), (*RULES, "young_look")
+    steps, rules = reached_steps(paper, arms, 1e6), RULES
+    without = tuple(rule for rule in RULES if rule != "young_look")
+    assert {d.n: d for d in decide(fit, steps, sorted(arms), SETTINGS, without)}[4].action == "stop"
     first = {d.n: d for d in decide(fit, steps, sorted(arms), SETTINGS, rules)}
     assert first[4].action == "extend" and "at this look only" in first[4].reason, first[4]
     assert first[4].numbers["upper"] < first[4].numbers["frontier_low"]

@@ -259,7 +259,8 @@ def bound_held_before(previous: Mapping[str, Any] | None) -> set[int]:
     for them. The bound's ceiling is identified on a curve fitted as saturated; on an arm's first few points a
     short rise fits as saturated as well as the start of a longer one (docs/log/adaptive-peers.md, "The bound on
     young ceilings"), and the next rung's points tell them apart: where the ceiling held at two looks in a row,
-    the bound stops the arm (the `second_look` pilot, `rungs.PILOT_RULES`)."""
+    the bound stops the arm (the rule's `young_look` part for a young arm, `young_arms`; the `second_look` pilot,
+    `rungs.PILOT_RULES`, for every arm)."""
     looks = [(d["n"], d["numbers"].get("upper"), d["numbers"].get("frontier_low")) for d in (previous or {}).get("decisions", [])]
     return {n for n, upper, low in looks if upper is not None and low is not None and upper < low}
 
@@ -269,8 +270,9 @@ def young_arms(previous: Mapping[str, Any] | None, active: Sequence[int], min_st
     (its record) each had fewer than `min_steps` optimizer steps, or had no look (round 0). The bound cannot stop
     an arm under `min_steps`, so this round is its first chance, and its ceiling a fit of the short rise its first
     rung past `min_steps` shows; on the known-truth draws every bound stop later reversed was such an arm's
-    (docs/log/adaptive-peers.md, "The bound on young ceilings"). The `young_look` pilot asks the second look
-    (`bound_held_before`) of these arms only, and lets the bound stop an arm with more data at its first look."""
+    (docs/log/adaptive-peers.md, "The bound on young ceilings"). The rule's `young_look` part asks the second
+    look (`bound_held_before`) of these arms only, and lets the bound stop an arm with more data at its first look
+    (the `second_look` pilot, asking it of every arm, cost a round of compute on every genuine stop)."""
     before = {d["n"]: d["numbers"].get("steps") for d in (previous or {}).get("decisions", [])}
     return {n for n in active if before.get(n) is None or before[n] < min_steps}
 
