@@ -6,6 +6,7 @@ at config time.
 
 import copy
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,7 @@ from isocompute.adaptive.decisions import (
     BEHIND_DOUBLINGS,
     REWARD_MAX,
     TIE_FROM,
+    Decision,
     ceiling_bound,
     decide,
     replay,
@@ -28,7 +30,14 @@ from isocompute.adaptive.decisions import (
     settled_of_rounds,
 )
 from isocompute.adaptive.extrapolation import SEEN_FROM
-from isocompute.adaptive.rungs import AdaptiveError, AdaptiveSettings, reached_rungs, rung_caps, trained_rungs
+from isocompute.adaptive.rungs import (
+    RULES,
+    AdaptiveError,
+    AdaptiveSettings,
+    reached_rungs,
+    rung_caps,
+    trained_rungs,
+)
 from isocompute.cli import main
 from isocompute.fits.bootstrap import resample_evals
 from isocompute.fits.leaders import DEFAULT_TOLERANCE
@@ -92,15 +101,60 @@ def test_an_arm_the_rule_stopped_is_settled_beyond_its_stop_where_a_run_that_end
 
 def test_the_frontiers_arm_and_its_neighbours_continue_even_when_far_below(paper: tuple) -> None:
     """With n = 4, 8, 16 to C = 1e6, n = 16 owns the frontier; n = 8's ceiling (about 0.25) lies far under
-    it, yet as the frontier arm's neighbour it continues, while n = 4 (ceiling 0.2) stops."""
+    it, yet as the frontier arm's neighbour it continues, while n = 4 (ceiling 0.2, seen past `min_steps` at the
+    look before: no young arm) stops."""
     arms = {4, 8, 16}
     fit = fit_of(paper, arms, 1e6)
-    decisions = {d.n: d for d in decide(fit, reached_steps(paper, arms, 1e6), sorted(arms), SETTINGS)}
+    seen = {"decisions": [asdict(Decision(4, "extend", "an earlier rung", {"steps": SETTINGS.min_steps}))]}
+    decisions = {d.n: d for d in decide(fit, reached_steps(paper, arms, 1e6), sorted(arms), SETTINGS, previous=seen)}
     assert fit["optimum_at_max_compute"]["n"] == 16
     assert decisions[16].action == "extend" and "the frontier's arm" in decisions[16].reason
     assert decisions[8].action == "extend" and "neighbour" in decisions[8].reason
     assert decisions[8].numbers["margin"] > 0, decisions[8].numbers  # the band test alone would have stopped it
     assert decisions[4].action == "stop" and decisions[4].numbers["upper"] < decisions[4].numbers["frontier_low"]
+
+
+def test_the_bound_stops_an_arm_only_at_a_second_look_in_a_row(paper: tuple) -> None:
+    """With `second_look`, n = 4 (its identified ceiling under the frontier at C = 1e6, which the bound alone
+    stops) runs on at its first look; a round later, its bound below the frontier at the look before too, it
+    stops; where the look before did not bound it below the frontier (a ceiling not identified then), it runs
+    on again: a ceiling fitted to a curve's first points must hold for a rung before it ends the arm."""
+    arms = {4, 8, 16}
+    fit = fit_of(paper, arms, 1e6)
+    steps, rules = reached_steps(paper, arms, 1e6), (*RULES, "second_look")
+    first = {d.n: d for d in decide(fit, steps, sorted(arms), SETTINGS, rules)}
+    assert first[4].action == "extend" and "at this look only" in first[4].reason, first[4]
+    assert first[4].numbers["upper"] < first[4].numbers["frontier_low"]
+    looked = {"decisions": [asdict(d) for d in first.values()]}
+    second = {d.n: d for d in decide(fit, steps, sorted(arms), SETTINGS, rules, looked)}
+    assert second[4].action == "stop" and "confidently below the frontier" in second[4].reason
+    assert second[8].action == "extend" and "neighbour" in second[8].reason
+    open_before = {"decisions": [{**asdict(first[4]), "numbers": {**first[4].numbers, "upper": REWARD_MAX}}]}
+    again = {d.n: d for d in decide(fit, steps, sorted(arms), SETTINGS, rules, open_before)}
+    assert again[4].action == "extend" and "at this look only" in again[4].reason
+
+
+def test_the_bound_asks_a_second_look_only_of_a_young_arm(paper: tuple) -> None:
+    """By the rule (`young_look`), n = 4 (its identified ceiling under the frontier at C = 1e6) runs on where this is its
+    first look past `min_steps` (no look before, or the look before had it under `min_steps`, so no bound); where
+    the look before had it past `min_steps`, its ceiling rests on more than one rung and the bound stops it at
+    this look, as where the bound held at the look before: only a ceiling fitted to a first rung's short rise
+    waits for a second look; without the part the bound stops it at its first look."""
+    arms = {4, 8, 16}
+    fit = fit_of(paper, arms, 1e6)
+    steps, rules = reached_steps(paper, arms, 1e6), RULES
+    without = tuple(rule for rule in RULES if rule != "young_look")
+    assert {d.n: d for d in decide(fit, steps, sorted(arms), SETTINGS, without)}[4].action == "stop"
+    first = {d.n: d for d in decide(fit, steps, sorted(arms), SETTINGS, rules)}
+    assert first[4].action == "extend" and "at this look only" in first[4].reason, first[4]
+    assert first[4].numbers["upper"] < first[4].numbers["frontier_low"]
+    young = {"decisions": [asdict(Decision(4, "extend", "under min_steps", {"steps": SETTINGS.min_steps - 1}))]}
+    assert {d.n: d for d in decide(fit, steps, sorted(arms), SETTINGS, rules, young)}[4].action == "extend"
+    older = {"decisions": [asdict(Decision(4, "extend", "open", {"steps": SETTINGS.min_steps, "upper": REWARD_MAX}))]}
+    stopped = {d.n: d for d in decide(fit, steps, sorted(arms), SETTINGS, rules, older)}
+    assert stopped[4].action == "stop" and "confidently below the frontier" in stopped[4].reason
+    held = {"decisions": [asdict(d) for d in first.values()]}
+    assert {d.n: d for d in decide(fit, steps, sorted(arms), SETTINGS, rules, held)}[4].action == "stop"
 
 
 def test_an_unsaturated_curve_stays_a_candidate(paper: tuple) -> None:
@@ -370,7 +424,7 @@ def test_a_prior_that_is_no_law_is_refused_with_the_key(prior: object, message: 
 
 
 def test_cli_replay_with_a_prior_reports_whether_it_held(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    evals, counts, base = draw(SCENARIOS["paper_easy_law"], 0)
+    evals, counts, _ = draw(SCENARIOS["paper_easy_law"], 0)
     evals.to_csv(tmp_path / "evals.csv", index=False)
     counts.to_parquet(tmp_path / "counts.parquet")
     out = tmp_path / "replay.json"

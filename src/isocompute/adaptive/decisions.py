@@ -58,6 +58,7 @@ from isocompute.adaptive.extrapolation import SEEN_FROM, SHARE, Forecast, foreca
 from isocompute.adaptive.prior import Prior, contradiction, material_points, prior_of_law, prior_stop
 from isocompute.adaptive.rungs import (
     CAP_SLACK,
+    PILOT_RULES,
     RULES,
     AdaptiveError,
     AdaptiveSettings,
@@ -187,13 +188,19 @@ def rising_in_data(fit: Mapping[str, Any]) -> bool:
 
 
 def decide(
-    fit: Mapping[str, Any], steps: Mapping[int, int], active: Sequence[int], settings: AdaptiveSettings, rules: Sequence[str] = RULES
+    fit: Mapping[str, Any],
+    steps: Mapping[int, int],
+    active: Sequence[int],
+    settings: AdaptiveSettings,
+    rules: Sequence[str] = RULES,
+    previous: Mapping[str, Any] | None = None,
 ) -> list[Decision]:
     """Extend or stop each active arm, given the fit (`fit_study`'s JSON, with a bootstrap) of what is measured,
     by the bound and behind parts of `rules`.
 
     `steps` holds every arm's optimizer steps reached, stopped arms included (the arm list gives the
-    neighbours of the frontier's arm).
+    neighbours of the frontier's arm). With `second_look` in `rules` the bound stops an arm only where it also
+    held at the `previous` round's look (`bound_held_before`); with `young_look`, only a young arm's (`young_arms`).
     """
     resamples = fit["bootstrap"]["resamples"]
     if resamples == 0:
@@ -208,6 +215,11 @@ def decide(
     reference = last_material(fit) if "behind" in rules and rising_in_data(fit) else None
     lowest = None if reference is None else min(reference["leaders"]["n"])
     curves = {int(curve["key"]["n"]): curve for curve in fit["curves"]}
+    if "second_look" in rules:
+        second = set(active)
+    else:
+        second = young_arms(previous, active, settings.min_steps) if "young_look" in rules else set()
+    held_before = bound_held_before(previous) if second else set()
     decisions = []
     for n in active:
         numbers: dict[str, Any] = {"steps": steps[n], "c_top": c_top, "n_top": n_top, "frontier_low": low}
@@ -218,6 +230,10 @@ def decide(
         numbers.update(upper=upper, margin=None if low is None else low - upper)
         if n in guarded:
             decisions.append(Decision(n, "extend", guarded[n], numbers))
+        elif "bound" in rules and low is not None and upper < low and n in second and n not in held_before:
+            decisions.append(Decision(n, "extend", (
+                f"its bound {upper:.3f} ({why}) lies below the frontier's lower edge {low:.3f} at this look only: a "
+                f"ceiling fitted to a young curve moves, so the bound stops it only at a second look in a row"), numbers))  # fmt: skip
         elif "bound" in rules and low is not None and upper < low:
             decisions.append(Decision(n, "stop", (
                 f"confidently below the frontier over its whole remaining range: its reward stays under {upper:.3f} "
@@ -235,6 +251,30 @@ def decide(
         else:
             decisions.append(Decision(n, "extend", f"its bound {upper:.3f} ({why}) reaches the frontier's lower edge {low:.3f}", numbers))
     return decisions
+
+
+def bound_held_before(previous: Mapping[str, Any] | None) -> set[int]:
+    """The arms whose bound lay below the frontier at the `previous` round's look (its record: an identified
+    ceiling's upper edge `upper` under the frontier's lower edge `frontier_low`), whatever that round decided
+    for them. The bound's ceiling is identified on a curve fitted as saturated; on an arm's first few points a
+    short rise fits as saturated as well as the start of a longer one (docs/log/adaptive-peers.md, "The bound on
+    young ceilings"), and the next rung's points tell them apart: where the ceiling held at two looks in a row,
+    the bound stops the arm (the rule's `young_look` part for a young arm, `young_arms`; the `second_look` pilot,
+    `rungs.PILOT_RULES`, for every arm)."""
+    looks = [(d["n"], d["numbers"].get("upper"), d["numbers"].get("frontier_low")) for d in (previous or {}).get("decisions", [])]
+    return {n for n, upper, low in looks if upper is not None and low is not None and upper < low}
+
+
+def young_arms(previous: Mapping[str, Any] | None, active: Sequence[int], min_steps: int) -> set[int]:
+    """The `active` arms whose ceiling the data have seen on one rung at most: at the `previous` round's look
+    (its record) each had fewer than `min_steps` optimizer steps, or had no look (round 0). The bound cannot stop
+    an arm under `min_steps`, so this round is its first chance, and its ceiling a fit of the short rise its first
+    rung past `min_steps` shows; on the known-truth draws every bound stop later reversed was such an arm's
+    (docs/log/adaptive-peers.md, "The bound on young ceilings"). The rule's `young_look` part asks the second
+    look (`bound_held_before`) of these arms only, and lets the bound stop an arm with more data at its first look
+    (the `second_look` pilot, asking it of every arm, cost a round of compute on every genuine stop)."""
+    before = {d["n"]: d["numbers"].get("steps") for d in (previous or {}).get("decisions", [])}
+    return {n for n in active if before.get(n) is None or before[n] < min_steps}
 
 
 def follow_prior(
@@ -458,9 +498,9 @@ def replay(
     A resumed arm runs from where it stopped, as its run would. `rules` leaves parts of the plain rule out
     (`RULES`), to show what each saves; the workflow always applies every one.
     """
-    unknown = sorted(set(rules) - set(RULES))
+    unknown = sorted(set(rules) - set(RULES) - set(PILOT_RULES))
     if unknown:
-        raise AdaptiveError(f"unknown rules {unknown}: the plain rule's parts are {list(RULES)}")
+        raise AdaptiveError(f"unknown rules {unknown}: the plain rule's parts are {list(RULES)}, its pilots {list(PILOT_RULES)}")
     settings = settings or AdaptiveSettings()
     checkpoints, caps = replay_grid(evals, counts, options, bootstrap, base_counts, settings)
     arms = sorted(checkpoints)
@@ -607,7 +647,7 @@ def decide_round(
     next round; the replay and the workflow's rounds both decide through it (the workflow with every rule).
     With `ends` (each arm's last compute) the forecast's stops apply too (`below_by_forecast`)."""
     previous = previous or {}
-    decisions = decide(fit, steps, active, settings, rules)
+    decisions = decide(fit, steps, active, settings, rules, previous)
     state = None
     if prior is not None:
         decisions, state = follow_prior(fit, decisions, steps, prior, previous.get("prior"), index, compute_max or cap)

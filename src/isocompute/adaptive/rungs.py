@@ -20,8 +20,14 @@ CAP_SLACK = 10**SAME_COMPUTE_DECADES
 # The plain rule's parts, each of which `replay` can leave out to show what it saves: the bound on a saturated
 # arm's ceiling (the first rule), an arm left behind a rising frontier, an arm above the data's own plateau, an
 # arm whose forecast future (`adaptive.extrapolation`, where calibrated) stays below the frontier, an arm tied with
-# the frontier's (its forecast inside the frontier's arm's, where every arm may lead: read as censored, not settled).
-RULES = ("bound", "behind", "plateau", "extrapolate", "tie")
+# the frontier's (its forecast inside the frontier's arm's, where every arm may lead: read as censored, not settled),
+# and a second look before the bound stops a young arm (one at its first rung past `min_steps`, whose ceiling is a fit
+# of a short rise: `decisions.young_arms`; the bound stops it only where it held at the look before too).
+RULES = ("bound", "behind", "plateau", "extrapolate", "tie", "young_look")
+# Parts a replay may add to the rule (`--rules`) that it does not apply: a pilot measured and not adopted
+# (docs/log/adaptive-peers.md). `second_look`: the bound stops every arm, not only a young one, only where its
+# ceiling was identified and below the frontier at two consecutive rounds.
+PILOT_RULES = ("second_look",)
 
 
 class AdaptiveError(IsoComputeError, ValueError):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from isocompute.adaptive.rungs import RULES
+from isocompute.adaptive.rungs import PILOT_RULES, RULES
 from isocompute.cli.arguments import add_source_arguments, source_table
 from isocompute.files import write_json
 from isocompute.fits.curves import FitOptions
@@ -34,7 +34,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     replay.add_argument("--prior", help="a law that decides what to measure: a finished study's fits.json or study fit, "
                         "or the paper's law by name (paper_easy, paper_hard); the kept data's law is fitted without it")
     replay.add_argument("--rules", default=",".join(RULES), help=f"the plain rule's parts to apply, comma-separated "
-                        f"(default: all of {','.join(RULES)}; the workflow applies all): replay with fewer to see what each saves")
+                        f"(default: all of {','.join(RULES)}; the workflow applies all): replay with fewer to see what each saves, or add "
+                        f"a pilot not yet adopted ({','.join(PILOT_RULES)})")
     replay.add_argument("--policy", default="isocompute", help="who stops the arms: isocompute (the rule, the "
                         "default) or a peer: successive_halving, hyperband, median (optuna's pruners, pip install -e "
                         "'.[peers]'), top_k (the top half at each rung)")
