@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -132,19 +132,22 @@ def run_pair(pair: Pair, seed: int) -> dict[str, Any]:
     return {"prior": prior, "with": replay_b(pair.b, seed, prior), "plain": replay_b(pair.b, seed, None, TODAY)}
 
 
+def on_every_core(function: Callable[..., Any], jobs: Sequence[tuple[Any, ...]]) -> list[Any]:
+    """`function(*job)` for every job, in order, on every core (one process per job at most)."""
+    with ProcessPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as pool:
+        return list(pool.map(function, *zip(*jobs)))
+
+
 def run_pairs(names: Sequence[str], seeds: Sequence[int]) -> dict[tuple[str, int], dict[str, Any]]:
     """`run_pair` for every pair and seed, on every core."""
     jobs = [(name, seed) for name in names for seed in seeds]
-    with ProcessPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as pool:
-        return dict(zip(jobs, pool.map(run_pair, [PAIRS[name] for name, _ in jobs], [seed for _, seed in jobs])))
+    return dict(zip(jobs, on_every_core(run_pair, [(PAIRS[name], seed) for name, seed in jobs])))
 
 
 def run_plain(names: Sequence[str], seeds: Sequence[int]) -> dict[tuple[str, int], dict[str, Any]]:
     """`replay_b` of every realistic table and seed without a prior, on every core."""
     jobs = [(name, seed) for name in names for seed in seeds]
-    with ProcessPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as pool:
-        results = pool.map(replay_b, [REALISTIC[name] for name, _ in jobs], [seed for _, seed in jobs], [None] * len(jobs))
-        return dict(zip(jobs, results))
+    return dict(zip(jobs, on_every_core(replay_b, [(REALISTIC[name], seed, None) for name, seed in jobs])))
 
 
 def fallback(result: dict[str, Any]) -> str:
@@ -178,8 +181,7 @@ def main_plain(seeds: Sequence[int]) -> None:
     print(f"{'table':24} {'seed':>4} {'today':>6} {'+behind':>7} {'all':>6} {'recovery':>8}  verdict (all)")
     stages = [TODAY, ("bound", "behind"), RULES]
     jobs = [(scenario, seed, None, rules) for scenario in REALISTIC.values() for seed in seeds for rules in stages]
-    with ProcessPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        results = iter(pool.map(replay_b, *zip(*jobs)))
+    results = iter(on_every_core(replay_b, jobs))
     for name, scenario in REALISTIC.items():
         for seed in seeds:
             today, behind, result = next(results), next(results), next(results)

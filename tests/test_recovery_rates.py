@@ -15,12 +15,16 @@ from recovery_rates import ALL, kind, measure
 DRAWS = 12
 FIRST_SEED = 1000
 # Misses allowed among the `DRAWS` draws: no more than the published 50 draws hold. A bar met there (found in
-# >= 95 %, a false law or a false reversal in <= 5 %) allows at most 2; where the published table misses a bar,
-# its own count, so that a regression fails: the fixed-B question from its first step missed in 8 (counts) and
-# 5 (none) of 50; `close_not_monotone`'s short, close dip given a law in 11 and 10 of them.
+# >= 95 %, a false law or a false reversal in <= 5 %) allows at most `MISSES`; where the published table misses a
+# bar, its own count (`PUBLISHED_MISSES`), so that a regression fails: the fixed-B question from its first step
+# missed in 8 (counts) and 5 (none) of 50; `close_not_monotone`'s short, close dip given a law in 11 and 10.
 MISSES = 2
-REACHED = {("close_fixed_batch_early", True): 8, ("close_fixed_batch_early", False): 5}
-LAWS_ON_A_DIP = {("close_not_monotone", True): 11, ("close_not_monotone", False): 10}
+PUBLISHED_MISSES = {
+    ("close_fixed_batch_early", True): 8,
+    ("close_fixed_batch_early", False): 5,
+    ("close_not_monotone", True): 11,
+    ("close_not_monotone", False): 10,
+}
 
 
 def draws(share: float) -> int:
@@ -42,7 +46,7 @@ def rates() -> dict[tuple[str, bool], object]:
 @pytest.mark.parametrize("name", [name for name in ALL if kind(name) in ("rising", "falling")])
 def test_a_moving_truth_gets_its_law(rates: dict, name: str, counts: bool) -> None:
     r = rates[(name, counts)]
-    assert draws(1 - r.found) <= REACHED.get((name, counts), MISSES), (r.found, dict(r.verdicts))
+    assert draws(1 - r.found) <= PUBLISHED_MISSES.get((name, counts), MISSES), (r.found, dict(r.verdicts))
     assert draws(r.not_monotone) <= MISSES, (r.not_monotone, dict(r.verdicts))
 
 
@@ -60,4 +64,4 @@ def test_a_truth_without_a_law_gets_none(rates: dict, name: str, counts: bool) -
 @pytest.mark.parametrize("name", [name for name in ALL if kind(name) == "not_monotone"])
 def test_a_truth_that_falls_back_gets_no_law(rates: dict, name: str, counts: bool) -> None:
     r = rates[(name, counts)]
-    assert draws(r.false_law) <= LAWS_ON_A_DIP.get((name, counts), MISSES), (r.false_law, dict(r.verdicts))
+    assert draws(r.false_law) <= PUBLISHED_MISSES.get((name, counts), MISSES), (r.false_law, dict(r.verdicts))

@@ -228,13 +228,14 @@ def decide(
             continue
         upper, why = ceiling_bound(curves[n], resamples) if n in curves else (REWARD_MAX, "no curve: not yet measured")
         numbers.update(upper=upper, margin=None if low is None else low - upper)
+        bounded = "bound" in rules and low is not None and upper < low
         if n in guarded:
             decisions.append(Decision(n, "extend", guarded[n], numbers))
-        elif "bound" in rules and low is not None and upper < low and n in second and n not in held_before:
+        elif bounded and n in second and n not in held_before:
             decisions.append(Decision(n, "extend", (
                 f"its bound {upper:.3f} ({why}) lies below the frontier's lower edge {low:.3f} at this look only: a "
                 f"ceiling fitted to a young curve moves, so the bound stops it only at a second look in a row"), numbers))  # fmt: skip
-        elif "bound" in rules and low is not None and upper < low:
+        elif bounded:
             decisions.append(Decision(n, "stop", (
                 f"confidently below the frontier over its whole remaining range: its reward stays under {upper:.3f} "
                 f"({why}), the frontier stays above {low:.3f} (lower edge, 2.5 %, of its band at C = {c_top:.4g}; "
