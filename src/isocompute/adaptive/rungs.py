@@ -27,7 +27,10 @@ RULES = ("bound", "behind", "plateau", "extrapolate", "tie", "young_look")
 # Parts a replay may add to the rule (`--rules`) that it does not apply: a pilot measured and not adopted
 # (docs/log/adaptive-peers.md). `second_look`: the bound stops every arm, not only a young one, only where its
 # ceiling was identified and below the frontier at two consecutive rounds.
-PILOT_RULES = ("second_look",)
+# `last_resume_plateau` and `last_resume` (variants V1 and V2 of one pilot): at the last decision (the round after
+# which only the grid's last rung is left) a resume of an arm that is no guard, by the plateau part (V1), or by it
+# or the prior's fallback (V2), is held: the arm stays stopped, censored beyond its stop (`decisions.held_at_last`).
+PILOT_RULES = ("second_look", "last_resume_plateau", "last_resume")
 
 
 class AdaptiveError(IsoComputeError, ValueError):
