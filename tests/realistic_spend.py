@@ -9,7 +9,7 @@ one letter per round saying why the round kept it running or stopped it:
     u  ceiling not identified (bound 1)   r  identified ceiling reaches the frontier's lower edge
     a  audit arm run past its stop        n  no band on the frontier
     B H P E T  stopped by bound, behind, plateau, extrapolate, tie    R  resumed    .  stopped earlier
-    L  a resume held at the last decision (the `last_resume` pilot parts): stays stopped, censored
+    L  a resume held at the last decision (the `last_resume` part): stays stopped, censored
 
 The totals per draw say how much of the grid each reason held: an arm's rollouts over rung r are charged to
 its letter in round r - 1 (rung 0's, which every arm runs before any decision, to '0'). The realistic tables'

@@ -308,7 +308,7 @@ def test_a_resumed_arm_trains_the_rungs_it_missed_at_the_next_one() -> None:
 
 
 def test_at_the_last_decision_a_late_resume_is_held_and_its_arm_read_as_censored() -> None:
-    """The `last_resume` pilot parts (`decisions.held_at_last`): the plateau part stops 1024 above the data's own
+    """The `last_resume` part and its pilot V1 (`decisions.held_at_last`): the plateau part stops 1024 above the data's own
     plateau, and resumes it once the law is no longer identified. At the last decision (only the grid's last rung,
     C_max, left) that resume would buy its whole remaining run: with the part it is held, and its stop becomes
     `last_resume`, censored (not settled) in the fits; before the last decision, for a guard, or without the part,
@@ -316,7 +316,7 @@ def test_at_the_last_decision_a_late_resume_is_held_and_its_arm_read_as_censored
     steps, c_max = dict.fromkeys(ARMS, 20), 2.0**24
     law = law_entry((5.0, 4.0, 5.0, 3.0))  # plateau 2^8 = 256
     stopped, _ = decide_round(fit_of([(1e5, [16]), (1e6, [256]), (4e6, [256])], 256, law), steps, ARMS, SETTINGS, None,
-                              6, c_max / 4, rules=(*RULES, "last_resume"), compute_max=c_max)  # fmt: skip
+                              6, c_max / 4, rules=RULES, compute_max=c_max)  # fmt: skip
     assert {d["n"]: d["action"] for d in stopped["decisions"]}[1024] == "stop" and stopped["plateau"] == {"stopped": [1024]}
     unsure = fit_of([(1e5, [16]), (1e6, [256]), (4e6, [256])], 256, {"ok": False, "kind": "not_resolved"})
     active = [n for n in ARMS if n != 1024]
@@ -324,19 +324,20 @@ def test_at_the_last_decision_a_late_resume_is_held_and_its_arm_read_as_censored
     def late(fit: dict[str, Any], rules: tuple[str, ...], cap: float = c_max / 2) -> dict[str, Any]:
         return decide_round(fit, steps, active, SETTINGS, None, 7, cap, None, stopped, c_max, rules)[0]
 
-    assert {d["n"]: d["action"] for d in late(unsure, RULES)["decisions"]}[1024] == "resume"
-    assert {d["n"]: d["action"] for d in late(unsure, (*RULES, "last_resume"), c_max / 4)["decisions"]}[1024] == "resume"
+    without = tuple(rule for rule in RULES if rule != "last_resume")
+    assert {d["n"]: d["action"] for d in late(unsure, without)["decisions"]}[1024] == "resume"
+    assert {d["n"]: d["action"] for d in late(unsure, RULES, c_max / 4)["decisions"]}[1024] == "resume"
     for pilot in ("last_resume", "last_resume_plateau"):
-        record = late(unsure, (*RULES, pilot))
+        record = late(unsure, (*without, pilot))
         held = {d["n"]: d for d in record["decisions"]}[1024]
         assert held["action"] == "hold" and held["numbers"]["rule"] == "last_resume" and "last decision" in held["reason"]
     # A guard (2 n* once n* is 512) resumes even at the last decision.
     guard = fit_of([(1e5, [16]), (1e6, [256]), (4e6, [512])], 512, {"ok": False, "kind": "not_resolved"})
-    assert {d["n"]: d["action"] for d in late(guard, (*RULES, "last_resume"))["decisions"]}[1024] == "resume"
+    assert {d["n"]: d["action"] for d in late(guard, RULES)["decisions"]}[1024] == "resume"
     # The workflow's state keeps the held arm stopped (its stop's round kept), and the fits read it censored.
     state = round_state(stopped, dict.fromkeys(ARMS, 6), {n: [20] * 9 for n in ARMS})
     assert state["arms"]["1024"]["stopped"]["rule"] == "plateau"
-    record = late(unsure, (*RULES, "last_resume"))
+    record = late(unsure, RULES)
     held = {d["n"]: d for d in record["decisions"]}[1024]
     after = round_state(record, reached_rungs(ARMS, state, 7), {n: [20] * 9 for n in ARMS}, state)
     assert after["arms"]["1024"]["active"] is False
@@ -348,5 +349,5 @@ def test_at_the_last_decision_a_late_resume_is_held_and_its_arm_read_as_censored
     flat = fit_of([(2e4, [8, 16]), (1e5, [64]), (4e5, [64])], 64)
     for pilot, action in (("last_resume", "hold"), ("last_resume_plateau", "resume")):
         record, _ = decide_round(flat, steps, [n for n in ARMS if n < 512], SETTINGS, None, 7, c_max / 2, EASY, prior_steps,
-                                 c_max, (*RULES, pilot))  # fmt: skip
+                                 c_max, (*without, pilot))  # fmt: skip
         assert {d["n"]: d["action"] for d in record["decisions"] if d["n"] >= 512} == {512: action, 1024: action}

@@ -32,6 +32,10 @@ Where arms tie no band separates them, and none of these stops fires: past a qua
 at C_top and whose forecast the forecasts cannot tell from the frontier's arm's stops as *tied*
 (`tied_to_frontier`). It is judged level, not behind, so the fits read it as censored beyond its stop, where it may
 lead (`CENSORED_STOPS`): where it may lead a point is no evidence of n*, so the arms left running make no law there.
+An arm stopped above the data's own plateau (or by a prior) resumes when the reason no longer holds, except at the
+last decision (`last_decision`: only the grid's last rung is left, so a resume buys the arm's whole remaining run
+with no later look): there an arm that is no guard stays stopped and is read as censored beyond its stop
+(`held_at_last`, `CENSORED_STOPS`): it may lead there, so the cost of not resuming is evidence, never a false law.
 Guards: the frontier's arm at C_top and its neighbours on the grid (n*/2 and 2 n*) always continue. One
 audit arm, the first stopped (the closest call of that round), runs `audit_rungs` rungs past its stop and
 is then decided again, so the cost of stopping is measured rather than assumed.
@@ -109,8 +113,9 @@ CENSORED_STOPS = {
     "last_resume": "held at the last decision, where a resume buys its whole remaining run: the rule that stopped "
     "it no longer holds, so it may lead beyond its stop; censored there, not settled",
 }
-# The resumes the `last_resume` pilot parts hold at the last decision (`held_at_last`), by the rule that resumes:
-# `last_resume_plateau` (V1) the plateau part's, `last_resume` (V2) the plateau part's and the prior's fallback.
+# The resumes the `last_resume` part holds at the last decision (`held_at_last`), by the rule that resumes: the plateau
+# part's and a contradicted prior's fallback (the pilot's V2, adopted); the pilot's V1, `last_resume_plateau` (a
+# replay may name it, `rungs.PILOT_RULES`), the plateau part's only (docs/log/adaptive-peers.md).
 LATE_RESUMES = {
     "last_resume_plateau": ("plateau resume",),
     "last_resume": ("plateau resume", "prior fallback"),
@@ -386,7 +391,7 @@ def last_decision(cap: float, compute_max: float | None, settings: AdaptiveSetti
 def held_at_last(
     fit: Mapping[str, Any], decisions: list[Decision], steps: Mapping[int, int], resumes: Sequence[str]
 ) -> list[Decision]:
-    """The `last_resume` pilot parts (`rungs.PILOT_RULES`), at the last decision (`last_decision`): a resume by a
+    """The rule's `last_resume` part (and its pilot variant `last_resume_plateau`), at the last decision (`last_decision`): a resume by a
     rule in `resumes` (`LATE_RESUMES`: the plateau part's, and the prior's fallback) of an arm that is no guard
     (n*, n*/2, 2 n* at C_top) is held instead: there a resume buys the arm's whole remaining run to C_max. The arm
     stays stopped, and its stop becomes `last_resume`, censored (`CENSORED_STOPS`): the rule that stopped it no
@@ -701,9 +706,9 @@ def decide_round(
     if "tie" in rules and ends is not None:
         decisions = tied_to_frontier(fit, decisions, steps, ends, settings, index)
     audit, decisions = _audit(audit, decisions, index, cap, settings)
-    late = [rule for rule in LATE_RESUMES if rule in rules]
+    late = {resume for rule, resumes in LATE_RESUMES.items() if rule in rules for resume in resumes}
     if late and last_decision(cap, compute_max, settings):
-        decisions = held_at_last(fit, decisions, steps, LATE_RESUMES[late[-1]])
+        decisions = held_at_last(fit, decisions, steps, sorted(late))
     law = fit["optimum"]["n"]
     top = fit["optimum_at_max_compute"]
     record = {
