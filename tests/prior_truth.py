@@ -1,9 +1,11 @@
 """The adaptive sweep with a prior, on known truth in pairs: model A's law, fitted by the study fit, is model B's prior.
 
-`python tests/prior_truth.py [SEEDS...] [--pair NAME] [--plain]` prints, per pair and seed, the share of B's full
+`python tests/prior_truth.py [SEEDS...] [--pair NAME] [--plain] [--rules R1,R2,...]` prints, per pair and seed, the share of B's full
 grid spent with A's law as the prior and without one (the plain rule), their ratio, the verdict and recovery of
 B's law (within a factor 2 of B's truth at every measured compute point), whether the prior fell back, where and
-why, and the arms stopped. With `--plain` it replays the realistic tables (`REALISTIC`) without a prior.
+why, and the arms stopped. With `--plain` it replays the realistic tables (`REALISTIC`) without a prior. `--rules`
+names the parts of the rule B's replay with the prior applies (`rungs.RULES`, a pilot of `rungs.PILOT_RULES` added;
+the plain replay stays today's).
 tests/test_prior.py asserts the figures; docs/log/adaptive-prior.md holds the measured ones.
 
 Model B differs from A as a new model would. Shifted pairs: midpoints a factor 3 earlier or later, a plateau
@@ -126,10 +128,11 @@ def replay_b(scenario: Scenario, seed: int, prior: Prior | None, rules: Sequence
     return replay(evals, counts, options(base_reward), K, BOOTSTRAP, seed, SETTINGS, base, prior=prior, rules=rules)
 
 
-def run_pair(pair: Pair, seed: int) -> dict[str, Any]:
-    """B's replay with A's fitted law (A drawn on the same seed) as its prior, and with today's rule (no prior)."""
+def run_pair(pair: Pair, seed: int, rules: Sequence[str] = RULES) -> dict[str, Any]:
+    """B's replay with A's fitted law (A drawn on the same seed) as its prior and the rule's parts `rules`, and with
+    today's rule (no prior)."""
     prior = fitted_prior(pair.a, seed)
-    return {"prior": prior, "with": replay_b(pair.b, seed, prior), "plain": replay_b(pair.b, seed, None, TODAY)}
+    return {"prior": prior, "with": replay_b(pair.b, seed, prior, rules), "plain": replay_b(pair.b, seed, None, TODAY)}
 
 
 def on_every_core(function: Callable[..., Any], jobs: Sequence[tuple[Any, ...]]) -> list[Any]:
@@ -138,10 +141,10 @@ def on_every_core(function: Callable[..., Any], jobs: Sequence[tuple[Any, ...]])
         return list(pool.map(function, *zip(*jobs)))
 
 
-def run_pairs(names: Sequence[str], seeds: Sequence[int]) -> dict[tuple[str, int], dict[str, Any]]:
+def run_pairs(names: Sequence[str], seeds: Sequence[int], rules: Sequence[str] = RULES) -> dict[tuple[str, int], dict[str, Any]]:
     """`run_pair` for every pair and seed, on every core."""
     jobs = [(name, seed) for name in names for seed in seeds]
-    return dict(zip(jobs, on_every_core(run_pair, [(PAIRS[name], seed) for name, seed in jobs])))
+    return dict(zip(jobs, on_every_core(run_pair, [(PAIRS[name], seed, rules) for name, seed in jobs])))
 
 
 def run_plain(names: Sequence[str], seeds: Sequence[int]) -> dict[tuple[str, int], dict[str, Any]]:
@@ -157,9 +160,9 @@ def fallback(result: dict[str, Any]) -> str:
     return f"fell back at round {state['fallback']['round']}, C = {state['fallback']['compute']:.3g} (leaders {state['fallback']['leaders']})"
 
 
-def main(seeds: Sequence[int], names: Sequence[str]) -> None:
+def main(seeds: Sequence[int], names: Sequence[str], rules: Sequence[str] = RULES) -> None:
     print(f"{'pair':16} {'seed':>4} {'prior':>6} {'today':>6} {'ratio':>6} {'B recovery':>10}  {'B verdict (prior)':44} prior")
-    results = run_pairs(names, seeds)
+    results = run_pairs(names, seeds, rules)
     for name in names:
         for seed in seeds:
             result = results[(name, seed)]
@@ -199,12 +202,13 @@ def main_plain(seeds: Sequence[int]) -> None:
 
 
 if __name__ == "__main__":
-    # python tests/prior_truth.py [SEEDS...] [--pair NAME] [--plain]
+    # python tests/prior_truth.py [SEEDS...] [--pair NAME] [--plain] [--rules R1,R2,...]
     args = sys.argv[1:]
-    option = {key: args.pop(args.index(key) + 1) for key in ("--pair",) if key in args}
+    option = {key: args.pop(args.index(key) + 1) for key in ("--pair", "--rules") if key in args}
+    chosen = tuple(rule for rule in option.get("--rules", "").split(",") if rule) or RULES
     plain = "--plain" in args
     seeds = tuple(int(a) for a in args if a not in ("--plain", *option)) or (0, 1, 2)
     if plain:
         main_plain(seeds)
     else:
-        main(seeds, [option["--pair"]] if "--pair" in option else list(PAIRS))
+        main(seeds, [option["--pair"]] if "--pair" in option else list(PAIRS), chosen)

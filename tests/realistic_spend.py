@@ -9,6 +9,7 @@ one letter per round saying why the round kept it running or stopped it:
     u  ceiling not identified (bound 1)   r  identified ceiling reaches the frontier's lower edge
     a  audit arm run past its stop        n  no band on the frontier
     B H P E T  stopped by bound, behind, plateau, extrapolate, tie    R  resumed    .  stopped earlier
+    L  a resume held at the last decision (the `last_resume` part): stays stopped, censored
 
 The totals per draw say how much of the grid each reason held: an arm's rollouts over rung r are charged to
 its letter in round r - 1 (rung 0's, which every arm runs before any decision, to '0'). The realistic tables'
@@ -37,6 +38,8 @@ def letter(decision: Mapping[str, Any]) -> str:
         return LETTERS[decision["numbers"].get("rule", "bound")]
     if decision["action"] == "resume":
         return "R"
+    if decision["action"] == "hold":
+        return "L"
     if reason.startswith("audit:"):
         return "a"
     if "min_steps" in reason:
@@ -81,7 +84,7 @@ def charge(result: Mapping[str, Any], evals: Any) -> dict[str, float]:
         previous = 0.0
         for index, cap in enumerate(caps):
             reason = "0" if index == 0 else line[index - 1]
-            if reason in "BHPET.":
+            if reason in "BHPETL.":
                 continue
             spent = arm_spend(evals, n, rung_step(checkpoints[n], cap, index == len(caps) - 1))
             held[reason] += (spent - previous) / result["rollouts_full_grid"]

@@ -9,11 +9,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 from known_truth import recovery
 from prior_truth import MISMATCHED, PAIRS, REALISTIC, REFUSED, SHIFTED, run_pairs, run_plain
 
-from isocompute.adaptive.decisions import above_own_plateau, decide, decide_round, round_state
+from isocompute.adaptive.decisions import (
+    above_own_plateau,
+    decide,
+    decide_round,
+    round_state,
+    settled_of_rounds,
+)
 from isocompute.adaptive.prior import (
     PAPER_LAWS,
     SPREAD_DOUBLINGS,
@@ -23,7 +30,14 @@ from isocompute.adaptive.prior import (
     planned_reach,
     prior_stop,
 )
-from isocompute.adaptive.rungs import AdaptiveError, AdaptiveSettings, reached_rungs, rung_caps, trained_rungs
+from isocompute.adaptive.rungs import (
+    RULES,
+    AdaptiveError,
+    AdaptiveSettings,
+    reached_rungs,
+    rung_caps,
+    trained_rungs,
+)
 from isocompute.fits.forms import optimum_curve
 
 ARMS = [8, 16, 32, 64, 128, 256, 512, 1024]
@@ -291,3 +305,49 @@ def test_a_resumed_arm_trains_the_rungs_it_missed_at_the_next_one() -> None:
     assert resumed["arms"]["8"] == {"rung": 0, "steps": 1, "active": True}
     reached = reached_rungs(sorted(rung_steps), resumed, 3)
     assert reached[8] == 3 and trained_rungs(rung_steps[8], reached[8]) == [0, 1, 2, 3]
+
+
+def test_at_the_last_decision_a_late_resume_is_held_and_its_arm_read_as_censored() -> None:
+    """The `last_resume` part and its pilot V1 (`decisions.held_at_last`): the plateau part stops 1024 above the data's own
+    plateau, and resumes it once the law is no longer identified. At the last decision (only the grid's last rung,
+    C_max, left) that resume would buy its whole remaining run: with the part it is held, and its stop becomes
+    `last_resume`, censored (not settled) in the fits; before the last decision, for a guard, or without the part,
+    it resumes as on main. V2 (`last_resume`) holds a contradicted prior's fallback resume too, V1 not."""
+    steps, c_max = dict.fromkeys(ARMS, 20), 2.0**24
+    law = law_entry((5.0, 4.0, 5.0, 3.0))  # plateau 2^8 = 256
+    stopped, _ = decide_round(fit_of([(1e5, [16]), (1e6, [256]), (4e6, [256])], 256, law), steps, ARMS, SETTINGS, None,
+                              6, c_max / 4, rules=RULES, compute_max=c_max)  # fmt: skip
+    assert {d["n"]: d["action"] for d in stopped["decisions"]}[1024] == "stop" and stopped["plateau"] == {"stopped": [1024]}
+    unsure = fit_of([(1e5, [16]), (1e6, [256]), (4e6, [256])], 256, {"ok": False, "kind": "not_resolved"})
+    active = [n for n in ARMS if n != 1024]
+
+    def late(fit: dict[str, Any], rules: tuple[str, ...], cap: float = c_max / 2) -> dict[str, Any]:
+        return decide_round(fit, steps, active, SETTINGS, None, 7, cap, None, stopped, c_max, rules)[0]
+
+    without = tuple(rule for rule in RULES if rule != "last_resume")
+    assert {d["n"]: d["action"] for d in late(unsure, without)["decisions"]}[1024] == "resume"
+    assert {d["n"]: d["action"] for d in late(unsure, RULES, c_max / 4)["decisions"]}[1024] == "resume"
+    for pilot in ("last_resume", "last_resume_plateau"):
+        record = late(unsure, (*without, pilot))
+        held = {d["n"]: d for d in record["decisions"]}[1024]
+        assert held["action"] == "hold" and held["numbers"]["rule"] == "last_resume" and "last decision" in held["reason"]
+    # A guard (2 n* once n* is 512) resumes even at the last decision.
+    guard = fit_of([(1e5, [16]), (1e6, [256]), (4e6, [512])], 512, {"ok": False, "kind": "not_resolved"})
+    assert {d["n"]: d["action"] for d in late(guard, RULES)["decisions"]}[1024] == "resume"
+    # The workflow's state keeps the held arm stopped (its stop's round kept), and the fits read it censored.
+    state = round_state(stopped, dict.fromkeys(ARMS, 6), {n: [20] * 9 for n in ARMS})
+    assert state["arms"]["1024"]["stopped"]["rule"] == "plateau"
+    record = late(unsure, RULES)
+    held = {d["n"]: d for d in record["decisions"]}[1024]
+    after = round_state(record, reached_rungs(ARMS, state, 7), {n: [20] * 9 for n in ARMS}, state)
+    assert after["arms"]["1024"]["active"] is False
+    assert after["arms"]["1024"]["stopped"] == {"round": 6, "rule": "last_resume", "reason": held["reason"]}
+    evals = pd.DataFrame({"n": [1024, 512], "compute_rollouts": [1e5, 1e6]})
+    assert (1024,) in settled_of_rounds(state, evals) and (1024,) not in settled_of_rounds(after, evals)
+    # A contradicted prior's fallback at the last decision: V2 holds the arms it stopped, V1 resumes them.
+    prior_steps = decide_round(fit_of([(2e4, [8, 16])], 8), steps, ARMS, SETTINGS, None, 0, 2e4, EASY, None, c_max)[0]
+    flat = fit_of([(2e4, [8, 16]), (1e5, [64]), (4e5, [64])], 64)
+    for pilot, action in (("last_resume", "hold"), ("last_resume_plateau", "resume")):
+        record, _ = decide_round(flat, steps, [n for n in ARMS if n < 512], SETTINGS, None, 7, c_max / 2, EASY, prior_steps,
+                                 c_max, (*without, pilot))  # fmt: skip
+        assert {d["n"]: d["action"] for d in record["decisions"] if d["n"] >= 512} == {512: action, 1024: action}

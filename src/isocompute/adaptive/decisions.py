@@ -32,6 +32,10 @@ Where arms tie no band separates them, and none of these stops fires: past a qua
 at C_top and whose forecast the forecasts cannot tell from the frontier's arm's stops as *tied*
 (`tied_to_frontier`). It is judged level, not behind, so the fits read it as censored beyond its stop, where it may
 lead (`CENSORED_STOPS`): where it may lead a point is no evidence of n*, so the arms left running make no law there.
+An arm stopped above the data's own plateau (or by a prior) resumes when the reason no longer holds, except at the
+last decision (`last_decision`: only the grid's last rung is left, so a resume buys the arm's whole remaining run
+with no later look): there an arm that is no guard stays stopped and is read as censored beyond its stop
+(`held_at_last`, `CENSORED_STOPS`): it may lead there, so the cost of not resuming is evidence, never a false law.
 Guards: the frontier's arm at C_top and its neighbours on the grid (n*/2 and 2 n*) always continue. One
 audit arm, the first stopped (the closest call of that round), runs `audit_rungs` rungs past its stop and
 is then decided again, so the cost of stopping is measured rather than assumed.
@@ -106,6 +110,15 @@ STOP_ASSUMPTIONS = {
 # a rising n*.
 CENSORED_STOPS = {
     "tie": "tied with the frontier's arm: it may lead beyond its stop, so it is censored there, not settled",
+    "last_resume": "held at the last decision, where a resume buys its whole remaining run: the rule that stopped "
+    "it no longer holds, so it may lead beyond its stop; censored there, not settled",
+}
+# The resumes the `last_resume` part holds at the last decision (`held_at_last`), by the rule that resumes: the plateau
+# part's and a contradicted prior's fallback (the pilot's V2, adopted); the pilot's V1, `last_resume_plateau` (a
+# replay may name it, `rungs.PILOT_RULES`), the plateau part's only (docs/log/adaptive-peers.md).
+LATE_RESUMES = {
+    "last_resume_plateau": ("plateau resume",),
+    "last_resume": ("plateau resume", "prior fallback"),
 }
 # From this fraction of an arm's run (in linear compute) a tie is read off its forecast (`tied_to_frontier`). It is
 # below the fraction from which the forecast's intervals covered the truth (`SEEN_FROM`, a half): a tie stop
@@ -368,6 +381,36 @@ def above_own_plateau(
     return result, ({"stopped": held} if held or state is not None else None)
 
 
+def last_decision(cap: float, compute_max: float | None, settings: AdaptiveSettings) -> bool:
+    """Whether the round after the rung of cap `cap` is the sweep's last decision: the only rung left is the
+    grid's last (`compute_max`, the last rung's cap; caps lie `settings.rung_factor` apart, `rungs.rung_caps`), so
+    an arm resumed there runs to the end of its run with no later look. Unknown (False) without `compute_max`."""
+    return compute_max is not None and cap * settings.rung_factor * CAP_SLACK >= compute_max
+
+
+def held_at_last(
+    fit: Mapping[str, Any], decisions: list[Decision], steps: Mapping[int, int], resumes: Sequence[str]
+) -> list[Decision]:
+    """The rule's `last_resume` part (and its pilot variant `last_resume_plateau`), at the last decision (`last_decision`): a resume by a
+    rule in `resumes` (`LATE_RESUMES`: the plateau part's, and the prior's fallback) of an arm that is no guard
+    (n*, n*/2, 2 n* at C_top) is held instead: there a resume buys the arm's whole remaining run to C_max. The arm
+    stays stopped, and its stop becomes `last_resume`, censored (`CENSORED_STOPS`): the rule that stopped it no
+    longer holds, so beyond its stop it may lead, and a point where it may lead is no evidence of n*. The cost of
+    not resuming is evidence, never a false law. A guard resumes as before."""
+    guarded = guards(fit, sorted(steps))
+    result = []
+    for decision in decisions:
+        held_by = decision.numbers.get("rule")
+        if decision.action != "resume" or held_by not in resumes or decision.n in guarded:
+            result.append(decision)
+            continue
+        result.append(Decision(decision.n, "hold", (
+            f"{decision.reason}; but this is the last decision, where a resume runs the arm to the end of its run with "
+            f"no later look, and it is no guard: it stays stopped, censored beyond its stop (it may lead there)"),
+            {**decision.numbers, "rule": "last_resume", "held": held_by}))  # fmt: skip
+    return result
+
+
 def run_seen(fit: Mapping[str, Any], ends: Mapping[int, float]) -> dict[int, float]:
     """The share of its run (in linear compute, its end in `ends`) each measured arm has reached: both forecast
     parts of the rule read an arm's forecast only from a fraction of its run on."""
@@ -531,6 +574,8 @@ def replay(
             elif decision["action"] == "resume":
                 active = sorted({*active, decision["n"]})
                 stopped.pop(decision["n"], None)
+            elif decision["action"] == "hold":  # held stopped at the last decision: censored, not settled
+                stopped[decision["n"]] = {**stopped.get(decision["n"], {"round": index, "cap": cap}), "reason": decision["reason"], "rule": stop_rule(decision)}
         rounds.append(record)
     outcome = kept_outcome(evals, counts, checkpoints, steps, stopped, options, k, bootstrap, seed, base_counts,
                            holdout_decades, frontier_points,
@@ -661,6 +706,9 @@ def decide_round(
     if "tie" in rules and ends is not None:
         decisions = tied_to_frontier(fit, decisions, steps, ends, settings, index)
     audit, decisions = _audit(audit, decisions, index, cap, settings)
+    late = {resume for rule, resumes in LATE_RESUMES.items() if rule in rules for resume in resumes}
+    if late and last_decision(cap, compute_max, settings):
+        decisions = held_at_last(fit, decisions, steps, sorted(late))
     law = fit["optimum"]["n"]
     top = fit["optimum_at_max_compute"]
     record = {
@@ -821,12 +869,16 @@ def round_state(
     round's state while it stays stopped), the form the next round, the study's fit and the adaptive sweep's
     summary read (`rungs.reached_rungs`, `settled_of_rounds`)."""
     stops = {d["n"]: d for d in record["decisions"] if d["action"] == "stop"}
-    active = {d["n"] for d in record["decisions"]} - set(stops)
+    holds = {d["n"]: d for d in record["decisions"] if d["action"] == "hold"}
+    active = {d["n"] for d in record["decisions"]} - set(stops) - set(holds)
     earlier = previous["arms"] if previous else {}
 
     def stop_of(n: int) -> dict[str, Any] | None:
         if n in stops:
             return {"round": record["round"], "rule": stop_rule(stops[n]), "reason": stops[n]["reason"]}
+        if n in holds:  # held stopped at the last decision: its stop's round stays, its rule becomes the hold's
+            return {**earlier.get(str(n), {}).get("stopped", {"round": record["round"]}), "rule": stop_rule(holds[n]),
+                    "reason": holds[n]["reason"]}  # fmt: skip
         return earlier.get(str(n), {}).get("stopped")
 
     arms = {}
@@ -866,6 +918,8 @@ def adaptive_summary(
                 stopped[d["n"]] = {"round": r["round"], "cap": r["cap"], "reason": d["reason"], "rule": stop_rule(d)}
             elif d["action"] == "resume":
                 stopped.pop(d["n"], None)
+            elif d["action"] == "hold" and d["n"] in stopped:
+                stopped[d["n"]] = {**stopped[d["n"]], "reason": d["reason"], "rule": stop_rule(d)}
     spent = sum(arm["compute_reached"] * arm["runs"] for arm in arms.values())
     full = sum(arm["compute_full"] * arm["runs"] for arm in arms.values())
     return {

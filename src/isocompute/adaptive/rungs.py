@@ -21,13 +21,18 @@ CAP_SLACK = 10**SAME_COMPUTE_DECADES
 # arm's ceiling (the first rule), an arm left behind a rising frontier, an arm above the data's own plateau, an
 # arm whose forecast future (`adaptive.extrapolation`, where calibrated) stays below the frontier, an arm tied with
 # the frontier's (its forecast inside the frontier's arm's, where every arm may lead: read as censored, not settled),
-# and a second look before the bound stops a young arm (one at its first rung past `min_steps`, whose ceiling is a fit
-# of a short rise: `decisions.young_arms`; the bound stops it only where it held at the look before too).
-RULES = ("bound", "behind", "plateau", "extrapolate", "tie", "young_look")
+# a second look before the bound stops a young arm (one at its first rung past `min_steps`, whose ceiling is a fit
+# of a short rise: `decisions.young_arms`; the bound stops it only where it held at the look before too), and a late
+# resume held (`last_resume`: at the last decision, the round after which only the grid's last rung is left, an arm
+# that is no guard and that the plateau part or a contradicted prior would resume stays stopped, censored beyond its
+# stop: `decisions.held_at_last`).
+RULES = ("bound", "behind", "plateau", "extrapolate", "tie", "young_look", "last_resume")
 # Parts a replay may add to the rule (`--rules`) that it does not apply: a pilot measured and not adopted
 # (docs/log/adaptive-peers.md). `second_look`: the bound stops every arm, not only a young one, only where its
 # ceiling was identified and below the frontier at two consecutive rounds.
-PILOT_RULES = ("second_look",)
+# `last_resume_plateau`: the `last_resume` pilot's variant V1, which holds the plateau part's late resumes only (V2,
+# which holds a contradicted prior's too, was adopted as `last_resume`).
+PILOT_RULES = ("second_look", "last_resume_plateau")
 
 
 class AdaptiveError(IsoComputeError, ValueError):
