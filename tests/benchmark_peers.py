@@ -1,14 +1,16 @@
 """The adaptive rule against its peers on known truth: one table, every policy on the same draws.
 
 `python tests/benchmark_peers.py [SEEDS...] [--family NAME]... [--policy NAME]... [--counts yes|no]
-[--peer-min-steps N] [--pruner POLICY:KEY=VALUE]... [--rules R1,R2,...]` replays, on each family, with per-problem counts and
+[--peer-min-steps N] [--pruner POLICY:KEY=VALUE]... [--rules R1,R2,...] [--replay-seed-offset K]` replays, on each family, with per-problem counts and
 without (the residual bootstrap), and on each seed, the rule (`isocompute`) and its peers (`adaptive.peers`:
 optuna's successive halving, Hyperband and median pruners, and top-k) on the same draw, each accounted and
 fitted by the replay's one definition (`decisions.kept_outcome`). Each row: the share of the full grid's
 rollouts spent, the kept data's verdict, its recovery (the law's n* within a factor 2 of the truth at each
 measured compute point, `known_truth.recovery`), the signed bias of n* in doublings
 (`known_truth.bias_doublings`), whether the outcome is right, and, for a peer, whether it beats the rule on
-that draw. A summary per policy and family follows, and the wall time.
+that draw. A summary per policy and family follows, and the wall time. `--replay-seed-offset K` replays each
+draw with the replay's own random draws (bootstraps, forecasts, pruners) seeded at the draw's seed + K, the data
+unchanged: main against itself, to size how far a draw's share moves on the replay's noise alone.
 
 Families (the default): positives of the close families and the realistic tables of `prior_truth.py --plain`
 (n* rising on close curves), negatives (one n best, every n the same curve), and the equal-step sweeps, a
@@ -60,10 +62,11 @@ def replay_draw(
     peer_settings: AdaptiveSettings = SETTINGS,
     pruners: Mapping[str, Mapping[str, Any]] | None = None,
     rules: Sequence[str] = RULES,
+    replay_seed_offset: int = 0,
 ) -> dict[str, dict[str, Any]]:
     """Every policy's replay of one draw, with its per-problem counts or without (the residual bootstrap); the
     rule with its parts `rules`, the peers with `peer_settings` (the rule's by default) and the optuna pruners'
-    settings in `pruners`."""
+    settings in `pruners`; the replays' random draws seeded at `seed` + `replay_seed_offset`."""
     evals, problem_counts, base = draw(scenario, seed)
     base_reward = summarize_counts(base["n_correct"], K)["avg@4"]
     table, base_counts = (problem_counts, base) if counts else (None, None)
@@ -75,7 +78,7 @@ def replay_draw(
             options(base_reward),
             K,
             BOOTSTRAP,
-            seed,
+            seed + replay_seed_offset,
             SETTINGS if policy == "isocompute" else peer_settings,
             base_counts,
             pruner=(pruners or {}).get(policy),
@@ -144,9 +147,10 @@ def main(
     peer_settings: AdaptiveSettings = SETTINGS,
     pruners: Mapping[str, Mapping[str, Any]] | None = None,
     rules: Sequence[str] = RULES,
+    replay_seed_offset: int = 0,
 ) -> None:
     start = time.time()
-    print(f"{SETTINGS}, bootstrap {BOOTSTRAP}; rules {list(rules)}; seeds {list(seeds)}; "
+    print(f"{SETTINGS}, bootstrap {BOOTSTRAP}; rules {list(rules)}; seeds {list(seeds)}; replay seed offset {replay_seed_offset}; "
           f"peers' min_steps {peer_settings.min_steps}"
           + (f", pruner settings {dict(pruners)}" if pruners else ""))  # fmt: skip
     print(
@@ -157,7 +161,7 @@ def main(
     for name in names:
         for counts in with_counts:
             for seed in seeds:
-                results = replay_draw(FAMILIES[name], seed, counts, policies, peer_settings, pruners, rules)
+                results = replay_draw(FAMILIES[name], seed, counts, policies, peer_settings, pruners, rules, replay_seed_offset)
                 scored = {
                     policy: (r["share_of_full_grid"], *outcome(name, r["fits"]))
                     for policy, r in results.items()
@@ -248,8 +252,8 @@ def wins(rows: Sequence[Mapping[str, Any]]) -> str:
 
 if __name__ == "__main__":
     # python tests/benchmark_peers.py [SEEDS...] [--family NAME]... [--policy NAME]... [--counts yes|no]
-    #     [--peer-min-steps N] [--pruner POLICY:KEY=VALUE]... [--rules R1,R2,...]
-    args, chosen = command_options(sys.argv[1:], ("--family", "--policy", "--counts", "--peer-min-steps", "--pruner", "--rules"))
+    #     [--peer-min-steps N] [--pruner POLICY:KEY=VALUE]... [--rules R1,R2,...] [--replay-seed-offset K]
+    args, chosen = command_options(sys.argv[1:], ("--family", "--policy", "--counts", "--peer-min-steps", "--pruner", "--rules", "--replay-seed-offset"))
     main(
         tuple(int(s) for s in args) or (0, 1, 2),
         chosen["--family"] or list(FAMILIES),
@@ -260,4 +264,5 @@ if __name__ == "__main__":
         else SETTINGS,
         pruner_settings(chosen["--pruner"]),
         rules_option(chosen),
+        int(chosen["--replay-seed-offset"][-1]) if chosen["--replay-seed-offset"] else 0,
     )
