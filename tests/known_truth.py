@@ -21,7 +21,7 @@ midpoints growing with n), with their negative cases (flat, constant, falling, n
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -311,41 +311,69 @@ CLOSE_POSITIVE = [name for name in CLOSE if not name.endswith(("constant", "flat
 NEGATIVE = [name for name in CLOSE if name.endswith(("constant", "flat", "not_monotone"))]
 
 
-def draw(scenario: Scenario, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The evaluation table, per-problem counts and the base model's counts of one repetition."""
+def drawn(
+    scenario: Scenario, seed: int
+) -> tuple[np.ndarray, dict[int, list[np.ndarray]], list[tuple[int, int, int, np.ndarray]], np.ndarray]:
+    """The random numbers of one repetition, in the one order `draw` and the truth (`true_reward`) both read:
+    the problems' difficulties; per n, each seed's (ceiling, log10 C_mid) offset from the true curve (zero with
+    one seed); per (n, seed, step) the problems' correct counts; the base model's counts."""
     rng = np.random.default_rng(seed)
     difficulty = rng.normal(0.0, 1.0, scenario.problems)
-    ids = [f"p{i:03d}" for i in range(scenario.problems)]
-    rows, counts = [], []
+    offsets: dict[int, list[np.ndarray]] = {}
+    correct = []
     for n in sorted(scenario.curves):
-        b_problem = scenario.b_problem(n)
-        batch = b_problem * n
         a, mid, slope = scenario.curves[n]
         for run_seed in range(scenario.seeds):
             offset = rng.normal(0.0, 1.0, 2) * SEED_SPREAD if scenario.seeds > 1 else np.zeros(2)
+            offsets.setdefault(n, []).append(offset)
             for step in scenario.steps(n):
-                compute = float(step * batch)
-                x = np.log10(step if scenario.batch else compute)
+                x = np.log10(step if scenario.batch else float(step * scenario.b_problem(n) * n))
                 reward = reward_curve(x, scenario.r0, a + offset[0], mid + offset[1], slope)
-                correct = rng.binomial(K, expit(logit(reward) + difficulty))
-                at = {"run": f"bp{b_problem}_n{n}_seed{run_seed}", "b_problem": b_problem, "n": n, "seed": run_seed,
-                      "step": step, "compute_rollouts": compute, "compute_tokens": 6 * compute}  # fmt: skip
-                rows.append({**at, **summarize_counts(correct, K)})
-                counts.append(pd.DataFrame({"id": ids, "n_correct": correct, **at}))
-    base = pd.DataFrame({"id": ids, "n_correct": rng.binomial(K, expit(logit(scenario.r0) + difficulty))})
-    return pd.DataFrame(rows), pd.concat(counts, ignore_index=True), base
+                correct.append((n, run_seed, step, rng.binomial(K, expit(logit(reward) + difficulty))))
+    base = rng.binomial(K, expit(logit(scenario.r0) + difficulty))
+    return difficulty, offsets, correct, base
+
+
+def draw(scenario: Scenario, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The evaluation table, per-problem counts and the base model's counts of one repetition."""
+    _, _, correct, base = drawn(scenario, seed)
+    ids = [f"p{i:03d}" for i in range(scenario.problems)]
+    rows, counts = [], []
+    for n, run_seed, step, n_correct in correct:
+        b_problem = scenario.b_problem(n)
+        compute = float(step * b_problem * n)
+        at = {"run": f"bp{b_problem}_n{n}_seed{run_seed}", "b_problem": b_problem, "n": n, "seed": run_seed,
+              "step": step, "compute_rollouts": compute, "compute_tokens": 6 * compute}  # fmt: skip
+        rows.append({**at, **summarize_counts(n_correct, K)})
+        counts.append(pd.DataFrame({"id": ids, "n_correct": n_correct, **at}))
+    return pd.DataFrame(rows), pd.concat(counts, ignore_index=True), pd.DataFrame({"id": ids, "n_correct": base})
+
+
+def true_reward(scenario: Scenario, seed: int) -> Callable[[int, np.ndarray], np.ndarray]:
+    """Each n's expected avg@4 at given compute values on the validation problems of `draw(scenario, seed)`: the
+    mean over its problems of their solve probabilities, the curve a fit of that table estimates (a problem's
+    difficulty bends the true sigmoid: the mean of expit(logit(R) + z) is not R). With several seeds per n, the
+    mean over its seeds' drawn curves (each seed drawn off the true one), what the averaged table's fit estimates.
+    The draw is read once, so the function is cheap to call per n and compute."""
+    if scenario.seeds > 1:
+        difficulty, offsets, _, _ = drawn(scenario, seed)
+    else:  # one seed: each n's curve is the truth's own, and only the difficulties (the draw's first numbers) matter
+        difficulty = np.random.default_rng(seed).normal(0.0, 1.0, scenario.problems)
+        offsets = {n: [np.zeros(2)] for n in scenario.curves}
+
+    def reward(n: int, compute: np.ndarray) -> np.ndarray:
+        x = np.log10(np.atleast_1d(np.asarray(compute, dtype=float)))
+        a, mid, slope = scenario.curves[n]
+        curves = [np.mean(expit(logit(reward_curve(x, scenario.r0, a + o[0], mid + o[1], slope))[:, None]
+                                + difficulty[None, :]), axis=1) for o in offsets[n]]  # fmt: skip
+        return np.mean(curves, axis=0)
+
+    return reward
 
 
 def expected_reward(scenario: Scenario, seed: int, n: int, compute: np.ndarray) -> np.ndarray:
-    """n's expected avg@4 at `compute` on the validation problems of `draw(scenario, seed)`: the mean over its
-    problems of their solve probabilities, the curve a fit of that table estimates (a problem's difficulty
-    bends the true sigmoid: the mean of expit(logit(R) + z) is not R). One seed per n only: a second seed's
-    curve is drawn off the true one."""
-    if scenario.seeds > 1:
-        raise ValueError(f"{scenario.name}: {scenario.seeds} seeds per n, each its own curve; one seed only")
-    difficulty = np.random.default_rng(seed).normal(0.0, 1.0, scenario.problems)  # draw's first draw
-    reward = scenario.reward(n, np.asarray(compute, dtype=float))
-    return np.mean(expit(logit(reward)[:, None] + difficulty[None, :]), axis=1)
+    """n's expected avg@4 at `compute` on the validation problems of `draw(scenario, seed)` (`true_reward`)."""
+    return true_reward(scenario, seed)(n, compute)
 
 
 def fit_repetition(scenario: Scenario, seed: int, bootstrap: int = 30, counts: bool = True) -> dict:

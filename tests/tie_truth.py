@@ -5,7 +5,7 @@
 without, serially) and lists, per draw, its share of the grid, verdict and whether it is right, then every stop
 by the tie part (`decisions.tied_to_frontier`, the audit's first look included, marked): its round, the arm n, its
 steps and the share of its run it had seen (`decisions.run_seen`), the frontier's arm n_top, and from the truth
-(`known_truth.expected_reward`: the expected avg@4 on the draw's validation problems, the curve a fit of that
+(`known_truth.true_reward`: the expected avg@4 on the draw's validation problems, the curve a fit of that
 table estimates; for a family with several seeds per n, the mean of its seeds' drawn curves):
 
 - at the arm's end compute (its full run) and at the compute it had reached at the stop, its class: *led* where
@@ -31,62 +31,14 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-from benchmark_peers import FAMILIES, NEGATIVE, command_options, outcome, replay_draw, verdict
-from known_truth import SEED_SPREAD, K, Scenario, expected_reward
-from scipy.special import expit, logit
+from benchmark_peers import FAMILIES, NEGATIVE, POSITIVE, command_options, outcome, replay_draw, verdict
+from known_truth import Scenario, true_reward
 
 from isocompute.adaptive import decisions
-from isocompute.fits.forms import reward_curve
 from isocompute.fits.leaders import DEFAULT_TOLERANCE
 
-TIED = [*NEGATIVE, "close_shared_saturating", "close_power2_rising", "close_two_seeds", "equal_steps_rising",
-        "realistic_slow", "realistic_late"]  # fmt: skip
+TIED = [*NEGATIVE, *POSITIVE]
 CLASSES = ("tied", "behind", "led")
-
-
-def seed_offsets(scenario: Scenario, seed: int) -> dict[int, list[np.ndarray]]:
-    """Each n's seeds' (ceiling, log10 C_mid) offsets in `known_truth.draw(scenario, seed)`, by drawing its random
-    numbers again in its order (the binomials too, which move the generator)."""
-    rng = np.random.default_rng(seed)
-    difficulty = rng.normal(0.0, 1.0, scenario.problems)
-    offsets: dict[int, list[np.ndarray]] = {}
-    for n in sorted(scenario.curves):
-        a, mid, slope = scenario.curves[n]
-        for _ in range(scenario.seeds):
-            offset = rng.normal(0.0, 1.0, 2) * SEED_SPREAD if scenario.seeds > 1 else np.zeros(2)
-            offsets.setdefault(n, []).append(offset)
-            batch = scenario.b_problem(n) * n
-            for step in scenario.steps(n):
-                x = np.log10(step if scenario.batch else float(step * batch))
-                rng.binomial(
-                    K,
-                    expit(
-                        logit(reward_curve(x, scenario.r0, a + offset[0], mid + offset[1], slope))
-                        + difficulty
-                    ),
-                )
-    return offsets
-
-
-def truth(scenario: Scenario, seed: int) -> Any:
-    """The draw's true expected avg@4 of arm n at compute values: `known_truth.expected_reward`, or with several
-    seeds per n the mean over its seeds' drawn curves (what the averaged table's fit estimates)."""
-    if scenario.seeds == 1:
-        return lambda n, compute: expected_reward(
-            scenario, seed, n, np.atleast_1d(np.asarray(compute, dtype=float))
-        )
-    difficulty = np.random.default_rng(seed).normal(0.0, 1.0, scenario.problems)
-    offsets = seed_offsets(scenario, seed)
-
-    def reward(n: int, compute: Any) -> np.ndarray:
-        x = np.log10(np.atleast_1d(np.asarray(compute, dtype=float)))
-        a, mid, slope = scenario.curves[n]
-        curves = [np.mean(expit(logit(reward_curve(x, scenario.r0, a + o[0], mid + o[1], slope))[:, None]
-                                + difficulty[None, :]), axis=1) for o in offsets[n]]  # fmt: skip
-        return np.mean(curves, axis=0)
-
-    return reward
 
 
 def classify(
@@ -102,7 +54,7 @@ def classify(
 def tie_stops(scenario: Scenario, seed: int, result: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Every tie stop of a replay (the audit's first look included) with what the truth says of it."""
     ends = {arm["n"]: arm["compute_full"] for arm in result["arms"]}
-    reward = truth(scenario, seed)
+    reward = true_reward(scenario, seed)
     ns = sorted(scenario.curves)
     audit = result["audit"]
     found = []
