@@ -215,6 +215,8 @@ def decide(
     `steps` holds every arm's optimizer steps reached, stopped arms included (the arm list gives the
     neighbours of the frontier's arm). With `second_look` in `rules` the bound stops an arm only where it also
     held at the `previous` round's look (`bound_held_before`); with `young_look`, only a young arm's (`young_arms`).
+    With the `guard_behind` pilot the lower guard n*/2 stops where n* rises on the data and it lies below every
+    leader of the last material point at this look and at the `previous` round's (`guard_behind_before`).
     """
     resamples = fit["bootstrap"]["resamples"]
     if resamples == 0:
