@@ -125,7 +125,16 @@ def stops(result: dict[str, Any]) -> str:
         if decision["action"] == "stop"
     }
     made = Counter(last.values())
-    return ", ".join(f"{rule} {count}" for rule, count in sorted(made.items()))
+    return ", ".join(f"{rule} {count}" for rule, count in sorted(made.items())) + audited(result)
+
+
+def audited(result: dict[str, Any]) -> str:
+    """The audit, where there is one: its arm, the part whose stop it audits and its outcome."""
+    audit = result.get("audit")
+    if not audit:
+        return ""
+    rule = audit["stopped_by"]["numbers"].get("rule", "bound")
+    return f"; audit n={audit['n']} ({rule}): {audit['outcome']}"
 
 
 def beats(peer: tuple[float, float, bool], rule: tuple[float, float, bool]) -> str:

@@ -171,7 +171,12 @@ def main(seeds: Sequence[int], names: Sequence[str], rules: Sequence[str] = RULE
             print(f"{name:16} {seed:>4} {with_prior['share_of_full_grid']:>6.0%} {plain['share_of_full_grid']:>6.0%} "
                   f"{with_prior['rollouts_spent'] / plain['rollouts_spent']:>6.2f} {'-' if share is None else f'{share:.0%}':>10}  "
                   f"{verdict(with_prior['fits']):44} {fallback(with_prior)}")  # fmt: skip
-            stops = ", ".join(f"n={a['n']}@{a['compute_reached']:.3g}" for a in with_prior["arms"] if "stopped" in a)
+            stops = ", ".join(f"n={a['n']}@{a['compute_reached']:.3g} ({a['stopped']['rule']})" for a in with_prior["arms"]
+                              if "stopped" in a)
+            audit = with_prior.get("audit")
+            if audit:
+                stops += (f"; audit n={audit['n']} ({audit['stopped_by']['numbers'].get('rule', 'bound')}): "
+                          f"{audit['outcome']}")
             law = result["prior"].law
             prior = (f"leaders at {len(result['prior'].points)} points" if law is None else
                      f"law L {law[0]:.2f} k {law[1]:.2f} C0 {law[2]:.2f} b {law[3]:.2f}")  # fmt: skip

@@ -10,6 +10,7 @@ one letter per round saying why the round kept it running or stopped it:
     a  audit arm run past its stop        n  no band on the frontier
     B H P E T  stopped by bound, behind, plateau, extrapolate, tie    R  resumed    .  stopped earlier
     L  a resume held at the last decision (the `last_resume` part): stays stopped, censored
+    G  the lower guard stopped, left behind a rising frontier (the `guard_behind` pilot)
 
 The totals per draw say how much of the grid each reason held: an arm's rollouts over rung r are charged to
 its letter in round r - 1 (rung 0's, which every arm runs before any decision, to '0'). The realistic tables'
@@ -28,7 +29,7 @@ from known_truth import draw
 
 from isocompute.adaptive.rungs import rung_step
 
-LETTERS = {"bound": "B", "behind": "H", "plateau": "P", "extrapolate": "E", "tie": "T"}
+LETTERS = {"bound": "B", "behind": "H", "plateau": "P", "extrapolate": "E", "tie": "T", "guard_behind": "G"}
 
 
 def letter(decision: Mapping[str, Any]) -> str:
@@ -84,7 +85,7 @@ def charge(result: Mapping[str, Any], evals: Any) -> dict[str, float]:
         previous = 0.0
         for index, cap in enumerate(caps):
             reason = "0" if index == 0 else line[index - 1]
-            if reason in "BHPETL.":
+            if reason in "BHPETLG.":
                 continue
             spent = arm_spend(evals, n, rung_step(checkpoints[n], cap, index == len(caps) - 1))
             held[reason] += (spent - previous) / result["rollouts_full_grid"]
@@ -117,7 +118,8 @@ def main(seeds: Sequence[int], names: Sequence[str], with_counts: Sequence[bool]
                 print("  grid held by reason: " + ", ".join(f"{k} {v:.1%}" for k, v in sorted(held.items(), key=lambda kv: -kv[1])))
                 audit = result["audit"]
                 if audit is not None:
-                    print(f"  audit: n = {audit['n']} stopped at round {audit['stopped_round']}, {audit['outcome']}")
+                    print(f"  audit: n = {audit['n']} stopped at round {audit['stopped_round']} "
+                          f"({audit['stopped_by']['numbers'].get('rule', 'bound')}), {audit['outcome']}")
                 totals["share"].append(result["share_of_full_grid"])
                 for key, value in held.items():
                     totals[key].append(value)

@@ -101,6 +101,7 @@ STOP_ASSUMPTIONS = {
     "prior": "the new model's law stays in the prior's band, as it did at every material point measured",
     "extrapolate": "its forecast from half its run, whose interval covered the known truth from that fraction on, "
     "holds: its upper edge lies more than the tolerance below the frontier's lower edge",
+    "guard_behind": "n* rises as the data showed, so a larger n that overtook it stays ahead",
 }
 # The stop rules whose arms the fits read as censored, not settled (`settled_arms`), with why: a tied arm is judged
 # to stay level with the frontier, not behind it, so beyond its stop it may lead. That is what censored says (a run
@@ -214,6 +215,8 @@ def decide(
     `steps` holds every arm's optimizer steps reached, stopped arms included (the arm list gives the
     neighbours of the frontier's arm). With `second_look` in `rules` the bound stops an arm only where it also
     held at the `previous` round's look (`bound_held_before`); with `young_look`, only a young arm's (`young_arms`).
+    With the `guard_behind` pilot the lower guard n*/2 stops where n* rises on the data and it lies below every
+    leader of the last material point at this look and at the `previous` round's (`guard_behind_before`).
     """
     resamples = fit["bootstrap"]["resamples"]
     if resamples == 0:
@@ -233,6 +236,13 @@ def decide(
     else:
         second = young_arms(previous, active, settings.min_steps) if "young_look" in rules else set()
     held_before = bound_held_before(previous) if second else set()
+    # The `guard_behind` pilot: each arm's place against the last material point's leaders is recorded (`below_leaders`)
+    # so that the next round can ask whether the lower guard lay behind at two looks in a row.
+    behind_guard = "guard_behind" in rules
+    place = last_material(fit) if behind_guard and rising_in_data(fit) else None
+    first_leader = None if place is None else min(place["leaders"]["n"])
+    lower_guard = lower_guard_arm(sorted(steps), n_top) if behind_guard else None
+    behind_before = guard_behind_before(previous) if behind_guard else set()
     decisions = []
     for n in active:
         numbers: dict[str, Any] = {"steps": steps[n], "c_top": c_top, "n_top": n_top, "frontier_low": low}
@@ -241,8 +251,18 @@ def decide(
             continue
         upper, why = ceiling_bound(curves[n], resamples) if n in curves else (REWARD_MAX, "no curve: not yet measured")
         numbers.update(upper=upper, margin=None if low is None else low - upper)
+        if behind_guard:
+            numbers.update(below_leaders=first_leader is not None and n < first_leader)
         bounded = "bound" in rules and low is not None and upper < low
-        if n in guarded:
+        if n == lower_guard and numbers["below_leaders"] and n in behind_before:
+            below = float(np.log2(first_leader / n))
+            decisions.append(Decision(n, "stop", (
+                f"the lower guard left behind a rising frontier: n* rises on the data (leader sets apart upwards, never "
+                f"downwards) and n lies below every leader at C = {place['compute']:.4g} ({place['leaders']['n']}) at "
+                f"this look and at the look before: it can no longer retake the lead, so its future changes neither "
+                f"the frontier nor the law"),
+                {**numbers, "rule": "guard_behind", "doublings_below": below}))  # fmt: skip
+        elif n in guarded:
             decisions.append(Decision(n, "extend", guarded[n], numbers))
         elif bounded and n in second and n not in held_before:
             decisions.append(Decision(n, "extend", (
@@ -265,6 +285,24 @@ def decide(
         else:
             decisions.append(Decision(n, "extend", f"its bound {upper:.3f} ({why}) reaches the frontier's lower edge {low:.3f}", numbers))
     return decisions
+
+
+def lower_guard_arm(arms: Sequence[int], n_top: int | None) -> int | None:
+    """The lower guard: the arm below the frontier's arm `n_top` on the sorted grid `arms` (n*/2), or None where
+    there is no frontier's arm or it is the smallest arm."""
+    if n_top is None or n_top not in arms:
+        return None
+    at = list(arms).index(n_top)
+    return int(arms[at - 1]) if at > 0 else None
+
+
+def guard_behind_before(previous: Mapping[str, Any] | None) -> set[int]:
+    """The arms that lay below every leader of the last material point under a rising n* at the `previous` round's
+    look (its record's `below_leaders`, which the `guard_behind` pilot writes), whatever that round decided for them.
+    The pilot (`rungs.PILOT_RULES`) stops the lower guard n*/2 only where this held at two looks in a row: a stop read
+    off one early look is fragile (docs/log/adaptive-peers.md, "The bound on young ceilings")."""
+    looks = [(d["n"], d["numbers"].get("below_leaders")) for d in (previous or {}).get("decisions", [])]
+    return {n for n, below in looks if below}
 
 
 def bound_held_before(previous: Mapping[str, Any] | None) -> set[int]:

@@ -32,7 +32,10 @@ RULES = ("bound", "behind", "plateau", "extrapolate", "tie", "young_look", "last
 # ceiling was identified and below the frontier at two consecutive rounds.
 # `last_resume_plateau`: the `last_resume` pilot's variant V1, which holds the plateau part's late resumes only (V2,
 # which holds a contradicted prior's too, was adopted as `last_resume`).
-PILOT_RULES = ("second_look", "last_resume_plateau")
+# `guard_behind`: the lower guard n*/2 (only it) past `min_steps` stops where the data show n* rising and it lies below
+# every leader of the last material point at this look and at the previous round's (`decisions.guard_behind_before`);
+# settled under behind's assumption. It stays stopped if it becomes a guard again, as behind's stops do.
+PILOT_RULES = ("second_look", "last_resume_plateau", "guard_behind")
 
 
 class AdaptiveError(IsoComputeError, ValueError):
