@@ -215,7 +215,7 @@ def decide(
     `steps` holds every arm's optimizer steps reached, stopped arms included (the arm list gives the
     neighbours of the frontier's arm). With `second_look` in `rules` the bound stops an arm only where it also
     held at the `previous` round's look (`bound_held_before`); with `young_look`, only a young arm's (`young_arms`).
-    With the `guard_behind` pilot the lower guard n*/2 stops where n* rises on the data and it lies below every
+    With `guard_behind` the lower guard n*/2 stops where n* rises on the data and it lies below every
     leader of the last material point at this look and at the `previous` round's (`guard_behind_before`).
     """
     resamples = fit["bootstrap"]["resamples"]
@@ -236,7 +236,7 @@ def decide(
     else:
         second = young_arms(previous, active, settings.min_steps) if "young_look" in rules else set()
     held_before = bound_held_before(previous) if second else set()
-    # The `guard_behind` pilot: each arm's place against the last material point's leaders is recorded (`below_leaders`)
+    # The `guard_behind` part: each arm's place against the last material point's leaders is recorded (`below_leaders`)
     # so that the next round can ask whether the lower guard lay behind at two looks in a row.
     behind_guard = "guard_behind" in rules
     place = last_material(fit) if behind_guard and rising_in_data(fit) else None
@@ -298,9 +298,10 @@ def lower_guard_arm(arms: Sequence[int], n_top: int | None) -> int | None:
 
 def guard_behind_before(previous: Mapping[str, Any] | None) -> set[int]:
     """The arms that lay below every leader of the last material point under a rising n* at the `previous` round's
-    look (its record's `below_leaders`, which the `guard_behind` pilot writes), whatever that round decided for them.
-    The pilot (`rungs.PILOT_RULES`) stops the lower guard n*/2 only where this held at two looks in a row: a stop read
-    off one early look is fragile (docs/log/adaptive-peers.md, "The bound on young ceilings")."""
+    look (its record's `below_leaders`, which the `guard_behind` part writes), whatever that round decided for them.
+    The part stops the lower guard n*/2 only where this held at two looks in a row: a stop read off one early look is
+    fragile (docs/log/adaptive-peers.md, "The bound on young ceilings"). A round file written before the part has no
+    `below_leaders`, so the first round after an upgrade stops no guard by it."""
     looks = [(d["n"], d["numbers"].get("below_leaders")) for d in (previous or {}).get("decisions", [])]
     return {n for n, below in looks if below}
 

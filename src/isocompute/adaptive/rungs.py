@@ -25,17 +25,17 @@ CAP_SLACK = 10**SAME_COMPUTE_DECADES
 # of a short rise: `decisions.young_arms`; the bound stops it only where it held at the look before too), and a late
 # resume held (`last_resume`: at the last decision, the round after which only the grid's last rung is left, an arm
 # that is no guard and that the plateau part or a contradicted prior would resume stays stopped, censored beyond its
-# stop: `decisions.held_at_last`).
-RULES = ("bound", "behind", "plateau", "extrapolate", "tie", "young_look", "last_resume")
+# stop: `decisions.held_at_last`), and the lower guard left behind (`guard_behind`: the lower guard n*/2, only it,
+# past `min_steps` stops where the data show n* rising and it lies below every leader of the last material point at
+# this look and at the previous round's, `decisions.guard_behind_before`; settled under behind's assumption, and it
+# stays stopped if it becomes a guard again, as behind's stops do).
+RULES = ("bound", "behind", "plateau", "extrapolate", "tie", "young_look", "last_resume", "guard_behind")
 # Parts a replay may add to the rule (`--rules`) that it does not apply: a pilot measured and not adopted
 # (docs/log/adaptive-peers.md). `second_look`: the bound stops every arm, not only a young one, only where its
 # ceiling was identified and below the frontier at two consecutive rounds.
 # `last_resume_plateau`: the `last_resume` pilot's variant V1, which holds the plateau part's late resumes only (V2,
 # which holds a contradicted prior's too, was adopted as `last_resume`).
-# `guard_behind`: the lower guard n*/2 (only it) past `min_steps` stops where the data show n* rising and it lies below
-# every leader of the last material point at this look and at the previous round's (`decisions.guard_behind_before`);
-# settled under behind's assumption. It stays stopped if it becomes a guard again, as behind's stops do.
-PILOT_RULES = ("second_look", "last_resume_plateau", "guard_behind")
+PILOT_RULES = ("second_look", "last_resume_plateau")
 
 
 class AdaptiveError(IsoComputeError, ValueError):
