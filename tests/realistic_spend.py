@@ -10,7 +10,7 @@ one letter per round saying why the round kept it running or stopped it:
     a  audit arm run past its stop        n  no band on the frontier
     B H P E T  stopped by bound, behind, plateau, extrapolate, tie    R  resumed    .  stopped earlier
     L  a resume held at the last decision (the `last_resume` part): stays stopped, censored
-    G  the lower guard stopped, left behind a rising frontier (the `guard_behind` pilot)
+    G  the lower guard stopped, left behind a rising frontier (the `guard_behind` part)
 
 The totals per draw say how much of the grid each reason held: an arm's rollouts over rung r are charged to
 its letter in round r - 1 (rung 0's, which every arm runs before any decision, to '0'). The realistic tables'
