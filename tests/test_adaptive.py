@@ -124,7 +124,10 @@ def test_the_bound_stops_an_arm_only_at_a_second_look_in_a_row(paper: tuple) -> 
     on again: a ceiling fitted to a curve's first points must hold for a rung before it ends the arm."""
     arms = {4, 8, 16}
     fit = fit_of(paper, arms, 1e6)
-    steps, rules = reached_steps(paper, arms, 1e6), (*RULES, "second_look")
+    # Without `guard_behind`: at the second look it would stop the lower guard n = 8, which a rising n* has left
+    # behind here (its own test below); this test's guard is the neighbour that always runs.
+    steps = reached_steps(paper, arms, 1e6)
+    rules = (*(rule for rule in RULES if rule != "guard_behind"), "second_look")
     first = {d.n: d for d in decide(fit, steps, sorted(arms), SETTINGS, rules)}
     assert first[4].action == "extend" and "at this look only" in first[4].reason, first[4]
     assert first[4].numbers["upper"] < first[4].numbers["frontier_low"]
