@@ -30,6 +30,7 @@ from isocompute.adaptive.decisions import (
     round_state,
     settled_arms,
     settled_of_rounds,
+    stopped_after,
 )
 from isocompute.adaptive.extrapolation import SEEN_FROM
 from isocompute.adaptive.rungs import (
@@ -407,6 +408,28 @@ def test_cli_replay_writes_the_replay_and_refuses_a_table_without_counts_columns
     counts.drop(columns=["n_correct"]).to_parquet(tmp_path / "bad.parquet")
     code = main(["replay", str(tmp_path / "evals.csv"), "--counts", str(tmp_path / "bad.parquet"), "--out", str(out)])
     assert code == 2 and "bad.parquet: missing column(s) 'n_correct'" in capsys.readouterr().err
+
+
+def test_a_stop_starts_a_record_a_hold_keeps_its_round_and_a_resume_clears_it() -> None:
+    """`stopped_after`, the one account of the stopped arms: a stop starts an arm's record, a hold at the last decision
+    keeps its round (and cap) and takes the hold's rule and reason, a resume clears it; with a cap the replay's and
+    summary's schema (round, cap, reason, rule), without it the round files' (round, rule, reason)."""
+    stop = {"n": 8, "action": "stop", "reason": "above the plateau", "numbers": {"rule": "plateau"}}
+    hold = {"n": 8, "action": "hold", "reason": "held at the last decision", "numbers": {"rule": "last_resume"}}
+    resume = {"n": 8, "action": "resume", "reason": "the plateau moved", "numbers": {"rule": "plateau resume"}}
+    extend = {"n": 4, "action": "extend", "reason": "a guard", "numbers": {}}
+    stopped = stopped_after({}, [extend, stop], 1, 2.0)
+    assert list(stopped[8].items()) == [("round", 1), ("cap", 2.0), ("reason", "above the plateau"), ("rule", "plateau")]
+    held = stopped_after(stopped, [extend, hold], 2, 4.0)
+    assert list(held[8].items()) == [("round", 1), ("cap", 2.0), ("reason", "held at the last decision"), ("rule", "last_resume")]
+    assert stopped[8]["rule"] == "plateau" and stopped_after(held, [extend, resume], 3, 8.0) == {}
+    files = stopped_after({}, [extend, stop], 1)
+    assert list(files[8].items()) == [("round", 1), ("rule", "plateau"), ("reason", "above the plateau")]
+    held = stopped_after(files, [extend, hold], 2)
+    assert list(held[8].items()) == [("round", 1), ("rule", "last_resume"), ("reason", "held at the last decision")]
+    assert stopped_after(held, [extend, resume], 3) == {}
+    # A hold of an arm with no record (a round file written before stops were carried) starts one at its round.
+    assert stopped_after({}, [hold], 2) == {8: {"round": 2, "rule": "last_resume", "reason": "held at the last decision"}}
 
 
 def test_a_round_carries_each_arms_state_into_the_next() -> None:

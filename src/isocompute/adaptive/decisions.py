@@ -605,16 +605,8 @@ def replay(
             fit, steps, active, settings, audit, index, cap, prior, rounds[-1] if rounds else None, compute_max, rules,
             {n: max(c for _, c in checkpoints[n]) for n in arms},
         )
-        for decision in record["decisions"]:
-            if decision["action"] == "stop":
-                active.remove(decision["n"])
-                stopped[decision["n"]] = {"round": index, "cap": cap, "reason": decision["reason"],
-                                          "rule": stop_rule(decision)}  # fmt: skip
-            elif decision["action"] == "resume":
-                active = sorted({*active, decision["n"]})
-                stopped.pop(decision["n"], None)
-            elif decision["action"] == "hold":  # held stopped at the last decision: censored, not settled
-                stopped[decision["n"]] = {**stopped.get(decision["n"], {"round": index, "cap": cap}), "reason": decision["reason"], "rule": stop_rule(decision)}
+        stopped = stopped_after(stopped, record["decisions"], index, cap)
+        active = [n for n in arms if n not in stopped]
         rounds.append(record)
     outcome = kept_outcome(evals, counts, checkpoints, steps, stopped, options, k, bootstrap, seed, base_counts,
                            holdout_decades, frontier_points,
@@ -818,6 +810,35 @@ def stop_rule(decision: Mapping[str, Any]) -> str:
     return str(decision["numbers"].get("rule", "bound"))
 
 
+def stopped_after(
+    stopped: Mapping[int, Mapping[str, Any]],
+    decisions: Sequence[Mapping[str, Any]],
+    round_: int,
+    cap: float | None = None,
+) -> dict[int, dict[str, Any]]:
+    """The stopped arms (n to the round, rule and reason of its stop) after round `round_`'s `decisions` (each a
+    `Decision` as JSON), from those before it (`stopped`, left as it is): the one account of the replay's arms,
+    the workflow's round files (`round_state`) and the sweep's summary (`adaptive_summary`).
+
+    A stop starts an arm's record; a resume clears it (the arm runs on); a hold (`held_at_last`: a late resume
+    held at the last decision) keeps the arm stopped where it stopped, so its record keeps the stop's round (and
+    cap) and takes the hold's rule and reason: `last_resume`, which the fits read as censored (`CENSORED_STOPS`).
+    A hold of an arm with no record (a round file written before stops were carried) starts one at this round.
+    Each record is in its file's schema: with `cap` (the round's) the replay's and summary's, round, cap, reason
+    and rule; without, the round files', round, rule and reason."""
+    result = {n: dict(record) for n, record in stopped.items()}
+    for decision in decisions:
+        n, action = decision["n"], decision["action"]
+        if action == "resume":
+            result.pop(n, None)
+        elif action == "stop" or (action == "hold" and n not in result):
+            result[n] = ({"round": round_, "rule": stop_rule(decision), "reason": decision["reason"]} if cap is None else
+                         {"round": round_, "cap": cap, "reason": decision["reason"], "rule": stop_rule(decision)})  # fmt: skip
+        elif action == "hold":
+            result[n].update(reason=decision["reason"], rule=stop_rule(decision))
+    return result
+
+
 def settled_arms(stopped: Mapping[int, Mapping[str, Any]], reached: Mapping[int, float]) -> dict[Key, Settled]:
     """The arms the rule stopped (`stopped`: n to why and by which `rule`), each settled at the compute it
     reached (`reached`): the rule judged it behind beyond its stop, on the assumption `STOP_ASSUMPTIONS` names,
@@ -907,25 +928,15 @@ def round_state(
     whether it runs on; a stopped arm also the round, rule and reason of its stop, carried from the `previous`
     round's state while it stays stopped), the form the next round, the study's fit and the adaptive sweep's
     summary read (`rungs.reached_rungs`, `settled_of_rounds`)."""
-    stops = {d["n"]: d for d in record["decisions"] if d["action"] == "stop"}
-    holds = {d["n"]: d for d in record["decisions"] if d["action"] == "hold"}
-    active = {d["n"] for d in record["decisions"]} - set(stops) - set(holds)
-    earlier = previous["arms"] if previous else {}
-
-    def stop_of(n: int) -> dict[str, Any] | None:
-        if n in stops:
-            return {"round": record["round"], "rule": stop_rule(stops[n]), "reason": stops[n]["reason"]}
-        if n in holds:  # held stopped at the last decision: its stop's round stays, its rule becomes the hold's
-            return {**earlier.get(str(n), {}).get("stopped", {"round": record["round"]}), "rule": stop_rule(holds[n]),
-                    "reason": holds[n]["reason"]}  # fmt: skip
-        return earlier.get(str(n), {}).get("stopped")
-
+    kept_stopped = {d["n"] for d in record["decisions"] if d["action"] in ("stop", "hold")}
+    active = {d["n"] for d in record["decisions"]} - kept_stopped
+    earlier = {int(n): arm["stopped"] for n, arm in (previous["arms"] if previous else {}).items() if "stopped" in arm}
+    stopped = stopped_after(earlier, record["decisions"], record["round"])
     arms = {}
     for n, rung in reached.items():
         arms[str(n)] = {"rung": rung, "steps": rung_steps[n][rung], "active": n in active}
-        stopped = None if n in active else stop_of(n)
-        if stopped is not None:
-            arms[str(n)]["stopped"] = stopped
+        if n not in active and n in stopped:
+            arms[str(n)]["stopped"] = stopped[n]
     return {**record, "arms": arms}
 
 
@@ -952,13 +963,7 @@ def adaptive_summary(
     with the reason (from the rounds' records), in replay's schema."""
     stopped: dict[int, dict[str, Any]] = {}
     for r in rounds:
-        for d in r["decisions"]:
-            if d["action"] == "stop":
-                stopped[d["n"]] = {"round": r["round"], "cap": r["cap"], "reason": d["reason"], "rule": stop_rule(d)}
-            elif d["action"] == "resume":
-                stopped.pop(d["n"], None)
-            elif d["action"] == "hold" and d["n"] in stopped:
-                stopped[d["n"]] = {**stopped[d["n"]], "reason": d["reason"], "rule": stop_rule(d)}
+        stopped = stopped_after(stopped, r["decisions"], r["round"], r["cap"])
     spent = sum(arm["compute_reached"] * arm["runs"] for arm in arms.values())
     full = sum(arm["compute_full"] * arm["runs"] for arm in arms.values())
     return {
