@@ -214,6 +214,11 @@ SHIFTED_MEAN_SHARE = 0.49
 SHIFTED_RATIO = 0.80
 SHIFTED_MEAN_RATIO = 0.78
 REALISTIC_SHARE = 0.65
+# With the lower guard left behind (`guard_behind`, 2026-12-07) the 18 shifted pair-seeds spent 38.5 % on the mean
+# (42.6 % without it) and the nine realistic draws 49.1 % (52.0 % without it; docs/log/adaptive-prior.md, "The plan's
+# shares again"): bounds between the two, so that losing the part's saving fails while a draw's own noise does not.
+SHIFTED_ALL_MEAN_SHARE = 0.40
+REALISTIC_MEAN_SHARE = 0.505
 
 
 @pytest.mark.heavy
@@ -235,6 +240,16 @@ def test_a_shifted_pair_spends_less_than_today_and_keeps_b_s_law(pairs: dict, na
         recovered = recovery(PAIRS[name].b, with_prior["fits"])
         assert recovered is not None and recovered >= 0.9, (name, seed, with_prior["fits"]["optimum"]["n"].get("kind"))
     assert np.mean(shares) <= SHIFTED_MEAN_SHARE and np.mean(ratios) <= SHIFTED_MEAN_RATIO, (name, shares, ratios)
+
+
+@pytest.mark.heavy
+def test_the_shifted_pairs_together_spend_what_the_lower_guard_left_behind_saves(pairs: dict) -> None:
+    """Over every shifted pair and seed, with the prior followed, B's sweep spends at most `SHIFTED_ALL_MEAN_SHARE`
+    of the grid on the mean: the lower guard a rising frontier left behind stops (`guard_behind`), which the
+    per-pair bounds above, set by the pair it never touches (`later`), would not notice."""
+    shares = [pairs[(name, seed)]["with"]["share_of_full_grid"] for name in SHIFTED for seed in (0, 1, 2)]
+    print(f"shifted pairs: mean {np.mean(shares):.1%} over {len(shares)} pair-seeds")
+    assert np.mean(shares) <= SHIFTED_ALL_MEAN_SHARE, shares
 
 
 @pytest.mark.heavy
@@ -279,14 +294,23 @@ def test_a_refused_law_s_leaders_guide_b_s_sweep_for_no_more_than_today(pairs: d
 def test_without_a_prior_a_realistic_table_spends_under_its_bound_and_keeps_its_law(
     realistic: dict, name: str
 ) -> None:
-    """Without a prior a realistic table spends at most `REALISTIC_SHARE` of its grid (measured 45-60 %, mean
-    52 %, with stopped arms settled) and its kept law is within a factor 2 of the truth at 90 % of the points on
+    """Without a prior a realistic table spends at most `REALISTIC_SHARE` of its grid (measured 38-60 %, mean
+    49 %, with stopped arms settled and the lower guard left behind stopped) and its kept law is within a factor 2 of the truth at 90 % of the points on
     every seed (measured: identified at >= 95 % on all nine)."""
     for seed in (0, 1, 2):
         result = realistic[(name, seed)]
         assert result["share_of_full_grid"] <= REALISTIC_SHARE, (name, seed)
         recovered = recovery(REALISTIC[name], result["fits"])
         assert recovered is not None and recovered >= 0.9, (name, seed, result["fits"]["optimum"]["n"].get("kind"))
+
+
+@pytest.mark.heavy
+def test_without_a_prior_the_realistic_tables_together_spend_under_their_mean_bound(realistic: dict) -> None:
+    """Over the nine realistic draws the rule spends at most `REALISTIC_MEAN_SHARE` of the grid on the mean
+    (measured 49.1 %, the figure `isocompute plan` takes as its stand-in, `plan.requests.MEASURED_SHARES`)."""
+    shares = [realistic[(name, seed)]["share_of_full_grid"] for name in REALISTIC for seed in (0, 1, 2)]
+    print(f"realistic tables: mean {np.mean(shares):.1%} over {len(shares)} draws")
+    assert np.mean(shares) <= REALISTIC_MEAN_SHARE, shares
 
 
 def test_a_resumed_arm_trains_the_rungs_it_missed_at_the_next_one() -> None:
