@@ -36,7 +36,8 @@ An arm stopped above the data's own plateau (or by a prior) resumes when the rea
 last decision (`last_decision`: only the grid's last rung is left, so a resume buys the arm's whole remaining run
 with no later look): there an arm that is no guard stays stopped and is read as censored beyond its stop
 (`held_at_last`, `CENSORED_STOPS`): it may lead there, so the cost of not resuming is evidence, never a false law.
-Guards: the frontier's arm at C_top and its neighbours on the grid (n*/2 and 2 n*) always continue. One
+Guards: the frontier's arm at C_top and its neighbours on the grid (n*/2 and 2 n*) continue, but for the lower
+guard a rising frontier has left behind at two looks in a row (`guard_behind`, read as behind's stop). One
 audit arm, the first stopped (the closest call of that round), runs `audit_rungs` rungs past its stop and
 is then decided again, so the cost of stopping is measured rather than assumed.
 
@@ -173,8 +174,8 @@ def ceiling_bound(curve: Mapping[str, Any], resamples: int) -> tuple[float, str]
 
 
 def guards(fit: Mapping[str, Any], arms: Sequence[int]) -> dict[int, str]:
-    """The arms that always run on, with why: the frontier's arm at the top of the reached range and its
-    neighbours on the grid (n*/2 and 2 n*)."""
+    """The arms that run on whatever their bands say, with why: the frontier's arm at the top of the reached
+    range and its neighbours on the grid (n*/2 and 2 n*); `decide` stops the lower one only by `guard_behind`."""
     if fit["optimum_at_max_compute"] is None:
         return {}
     n_top = int(fit["optimum_at_max_compute"]["n"])
@@ -292,8 +293,8 @@ def lower_guard_arm(arms: Sequence[int], n_top: int | None) -> int | None:
     there is no frontier's arm or it is the smallest arm."""
     if n_top is None or n_top not in arms:
         return None
-    at = list(arms).index(n_top)
-    return int(arms[at - 1]) if at > 0 else None
+    below = guard_arms(arms, n_top)[0]
+    return int(below) if below != n_top else None
 
 
 def guard_behind_before(previous: Mapping[str, Any] | None) -> set[int]:

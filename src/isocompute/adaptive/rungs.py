@@ -95,8 +95,8 @@ def trained_rungs(steps: Sequence[int], reached: int) -> list[int]:
 
 
 def guard_arms(arms: Sequence[int], n_top: int) -> list[int]:
-    """The arms that always run on: the frontier's arm `n_top` and its neighbours on the sorted grid `arms`
-    (n*/2 and 2 n* where they exist)."""
+    """The guards, which run on whatever their bands say: the frontier's arm `n_top` and its neighbours on the
+    sorted grid `arms` (n*/2 and 2 n* where they exist; the lower one may stop by `guard_behind` alone)."""
     at = list(arms).index(n_top)
     return list(arms[max(at - 1, 0) : at + 2])
 
