@@ -229,7 +229,11 @@ def decide(
     low = None if top is None or top.get("reward_low") is None else float(top["reward_low"])
     n_top = None if fit["optimum_at_max_compute"] is None else int(fit["optimum_at_max_compute"]["n"])
     guarded = guards(fit, sorted(steps))
-    reference = last_material(fit) if "behind" in rules and rising_in_data(fit) else None
+    # Where n* rises on the data, the leaders of the last material point: the `behind` part stops an arm two doublings
+    # below all of them; the `guard_behind` part records each arm's place under them (`below_leaders`) so that the
+    # next round can ask whether the lower guard lay behind at two looks in a row.
+    behind, behind_guard = "behind" in rules, "guard_behind" in rules
+    reference = last_material(fit) if (behind or behind_guard) and rising_in_data(fit) else None
     lowest = None if reference is None else min(reference["leaders"]["n"])
     curves = {int(curve["key"]["n"]): curve for curve in fit["curves"]}
     if "second_look" in rules:
@@ -237,11 +241,6 @@ def decide(
     else:
         second = young_arms(previous, active, settings.min_steps) if "young_look" in rules else set()
     held_before = bound_held_before(previous) if second else set()
-    # The `guard_behind` part: each arm's place against the last material point's leaders is recorded (`below_leaders`)
-    # so that the next round can ask whether the lower guard lay behind at two looks in a row.
-    behind_guard = "guard_behind" in rules
-    place = last_material(fit) if behind_guard and rising_in_data(fit) else None
-    first_leader = None if place is None else min(place["leaders"]["n"])
     lower_guard = lower_guard_arm(sorted(steps), n_top) if behind_guard else None
     behind_before = guard_behind_before(previous) if behind_guard else set()
     decisions = []
@@ -253,13 +252,13 @@ def decide(
         upper, why = ceiling_bound(curves[n], resamples) if n in curves else (REWARD_MAX, "no curve: not yet measured")
         numbers.update(upper=upper, margin=None if low is None else low - upper)
         if behind_guard:
-            numbers.update(below_leaders=first_leader is not None and n < first_leader)
+            numbers.update(below_leaders=lowest is not None and n < lowest)
         bounded = "bound" in rules and low is not None and upper < low
         if n == lower_guard and numbers["below_leaders"] and n in behind_before:
-            below = float(np.log2(first_leader / n))
+            below = float(np.log2(lowest / n))
             decisions.append(Decision(n, "stop", (
                 f"the lower guard left behind a rising frontier: n* rises on the data (leader sets apart upwards, never "
-                f"downwards) and n lies below every leader at C = {place['compute']:.4g} ({place['leaders']['n']}) at "
+                f"downwards) and n lies below every leader at C = {reference['compute']:.4g} ({reference['leaders']['n']}) at "
                 f"this look and at the look before: it can no longer retake the lead, so its future changes neither "
                 f"the frontier nor the law"),
                 {**numbers, "rule": "guard_behind", "doublings_below": below}))  # fmt: skip
@@ -274,7 +273,7 @@ def decide(
                 f"confidently below the frontier over its whole remaining range: its reward stays under {upper:.3f} "
                 f"({why}), the frontier stays above {low:.3f} (lower edge, 2.5 %, of its band at C = {c_top:.4g}; "
                 f"curves only rise)"), numbers))  # fmt: skip
-        elif lowest is not None and np.log2(lowest / n) >= BEHIND_DOUBLINGS:
+        elif behind and lowest is not None and np.log2(lowest / n) >= BEHIND_DOUBLINGS:
             below = float(np.log2(lowest / n))
             decisions.append(Decision(n, "stop", (
                 f"left behind a rising frontier: n* rises on the data (leader sets apart upwards, never downwards) "
