@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 from known_truth import CLOSE, SCENARIOS, K, Scenario, draw, recovery
 
-from isocompute.adaptive.decisions import AdaptiveSettings, replay
+from isocompute.adaptive.decisions import AdaptiveSettings, replay, stop_rule
 from isocompute.fits.bootstrap import resample_evals
 from isocompute.fits.curves import FitOptions
 from isocompute.fits.frontier import SAME_COMPUTE_DECADES
@@ -34,6 +34,15 @@ from isocompute.sampling.metrics import summarize_counts
 # The settings the figures are measured with: the CLI's defaults (rung factor 2; the first tables used 4, and
 # `--rung-factor 4` replays them), min_steps at the default config's warm-up.
 SETTINGS = AdaptiveSettings(rung_factor=2.0, min_steps=10, audit_rungs=1)
+
+
+def audited(result: dict[str, Any]) -> str:
+    """A replay's audit, where it has one, as the benchmarks print it: its arm, the part whose stop it audits
+    (`decisions.stop_rule`) and its outcome."""
+    audit = result.get("audit")
+    if not audit:
+        return ""
+    return f"; audit n={audit['n']} ({stop_rule(audit['stopped_by'])}): {audit['outcome']}"
 
 
 def options(base_reward: float) -> FitOptions:

@@ -31,10 +31,11 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from adaptive_truth import SETTINGS, options
+from adaptive_truth import SETTINGS, audited, options
 from known_truth import CLOSE, K, Scenario, bias_doublings, draw, recovery
 from prior_truth import BOOTSTRAP, REALISTIC
 
+from isocompute.adaptive.decisions import stop_rule
 from isocompute.adaptive.peers import POLICIES, replay_policy
 from isocompute.adaptive.rungs import RULES, AdaptiveSettings
 from isocompute.sampling.metrics import summarize_counts
@@ -119,22 +120,13 @@ def stops(result: dict[str, Any]) -> str:
     """The arms the rule stopped, by the part that stopped each last (`bound` where a decision names none), as
     "part count"."""
     last = {
-        decision["n"]: decision["numbers"].get("rule", "bound")
+        decision["n"]: stop_rule(decision)
         for round_ in result.get("rounds", [])
         for decision in round_["decisions"]
         if decision["action"] == "stop"
     }
     made = Counter(last.values())
     return ", ".join(f"{rule} {count}" for rule, count in sorted(made.items())) + audited(result)
-
-
-def audited(result: dict[str, Any]) -> str:
-    """The audit, where there is one: its arm, the part whose stop it audits and its outcome."""
-    audit = result.get("audit")
-    if not audit:
-        return ""
-    rule = audit["stopped_by"]["numbers"].get("rule", "bound")
-    return f"; audit n={audit['n']} ({rule}): {audit['outcome']}"
 
 
 def beats(peer: tuple[float, float, bool], rule: tuple[float, float, bool]) -> str:

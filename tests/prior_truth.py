@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from adaptive_truth import SETTINGS, options, verdict
+from adaptive_truth import SETTINGS, audited, options, verdict
 from known_truth import (
     CLOSE,
     PAPER_NS,
@@ -39,7 +39,7 @@ from known_truth import (
     recovery,
 )
 
-from isocompute.adaptive.decisions import replay
+from isocompute.adaptive.decisions import replay, stop_rule
 from isocompute.adaptive.prior import Prior, prior_of_fit
 from isocompute.adaptive.rungs import RULES
 from isocompute.sampling.metrics import summarize_counts
@@ -173,10 +173,7 @@ def main(seeds: Sequence[int], names: Sequence[str], rules: Sequence[str] = RULE
                   f"{verdict(with_prior['fits']):44} {fallback(with_prior)}")  # fmt: skip
             stops = ", ".join(f"n={a['n']}@{a['compute_reached']:.3g} ({a['stopped']['rule']})" for a in with_prior["arms"]
                               if "stopped" in a)
-            audit = with_prior.get("audit")
-            if audit:
-                stops += (f"; audit n={audit['n']} ({audit['stopped_by']['numbers'].get('rule', 'bound')}): "
-                          f"{audit['outcome']}")
+            stops += audited(with_prior)
             law = result["prior"].law
             prior = (f"leaders at {len(result['prior'].points)} points" if law is None else
                      f"law L {law[0]:.2f} k {law[1]:.2f} C0 {law[2]:.2f} b {law[3]:.2f}")  # fmt: skip
@@ -201,7 +198,7 @@ def main_plain(seeds: Sequence[int]) -> None:
             for round_ in result["rounds"]:
                 for decision in round_["decisions"]:
                     if decision["action"] == "stop":
-                        rules[decision["n"]] = decision["numbers"].get("rule", "bound")
+                        rules[decision["n"]] = stop_rule(decision)
             stops = ", ".join(f"n={a['n']}@{a['compute_reached']:.3g} ({rules.get(a['n'])})" for a in result["arms"] if "stopped" in a)
             print(f"{'':30}stopped: {stops or 'none'}")
 

@@ -27,6 +27,7 @@ from typing import Any
 from benchmark_peers import FAMILIES, command_options, outcome, replay_draw, rules_option, verdict
 from known_truth import draw
 
+from isocompute.adaptive.decisions import stop_rule
 from isocompute.adaptive.rungs import rung_step
 
 LETTERS = {"bound": "B", "behind": "H", "plateau": "P", "extrapolate": "E", "tie": "T", "guard_behind": "G"}
@@ -36,7 +37,7 @@ def letter(decision: Mapping[str, Any]) -> str:
     """The one-letter reason of a round's decision on an arm (the module docstring's legend)."""
     reason = decision["reason"]
     if decision["action"] == "stop":
-        return LETTERS[decision["numbers"].get("rule", "bound")]
+        return LETTERS[stop_rule(decision)]
     if decision["action"] == "resume":
         return "R"
     if decision["action"] == "hold":
@@ -119,7 +120,7 @@ def main(seeds: Sequence[int], names: Sequence[str], with_counts: Sequence[bool]
                 audit = result["audit"]
                 if audit is not None:
                     print(f"  audit: n = {audit['n']} stopped at round {audit['stopped_round']} "
-                          f"({audit['stopped_by']['numbers'].get('rule', 'bound')}), {audit['outcome']}")
+                          f"({stop_rule(audit['stopped_by'])}), {audit['outcome']}")
                 totals["share"].append(result["share_of_full_grid"])
                 for key, value in held.items():
                     totals[key].append(value)
