@@ -503,6 +503,7 @@ def tied_to_frontier(
     ends: Mapping[int, float],
     settings: AdaptiveSettings,
     seed: int,
+    guard_ties: bool = False,
 ) -> list[Decision]:
     """The tie's part of the rule: where no band separates close curves, no other part stops an arm level with
     the frontier, and a sweep of tied arms runs nearly every arm to C_max. An arm the round extends stops as
@@ -513,7 +514,9 @@ def tied_to_frontier(
     side (the gap between them, if any, is one no user would act on). The fits read it as censored beyond its
     stop (`CENSORED_STOPS`): where it may lead a point is no evidence of n*, so a tie cut on noise costs evidence;
     only where its fitted curve beyond the stop falls materially behind does a point count it among the values
-    it tells apart."""
+    it tells apart. With `guard_ties` (the pilot part `tie_guards`), where no point of the fit is material the
+    neighbours n*/2 and 2 n* are no guards here: no point tells any arm apart, so there is no frontier whose move
+    they would measure; the frontier's arm at C_top still runs."""
     top = fit["frontier"][-1] if fit["frontier"] else None
     points = fit["optimum_points"]
     if top is None or not points or fit["optimum_at_max_compute"] is None:
@@ -521,6 +524,8 @@ def tied_to_frontier(
     n_top = int(fit["optimum_at_max_compute"]["n"])
     leading = set(points[-1]["leaders"]["n"])
     guarded = guards(fit, sorted(steps))
+    if guard_ties and not material_points(points):
+        guarded = {n: why for n, why in guarded.items() if n == n_top}
     seen = run_seen(fit, ends)
     candidates = [d.n for d in decisions if d.action == "extend" and d.n not in guarded and d.n in leading
                   and d.n in seen and steps[d.n] >= settings.min_steps and seen[d.n] >= TIE_FROM]  # fmt: skip
@@ -735,7 +740,7 @@ def decide_round(
     if "extrapolate" in rules and ends is not None:
         decisions = below_by_forecast(fit, decisions, steps, ends, settings, index)
     if "tie" in rules and ends is not None:
-        decisions = tied_to_frontier(fit, decisions, steps, ends, settings, index)
+        decisions = tied_to_frontier(fit, decisions, steps, ends, settings, index, "tie_guards" in rules)
     audit, decisions = _audit(audit, decisions, index, cap, settings)
     late = {resume for rule, resumes in LATE_RESUMES.items() if rule in rules for resume in resumes}
     if late and last_decision(cap, compute_max, settings):
