@@ -85,3 +85,31 @@ def test_a_tied_arm_is_censored_beyond_its_stop_so_the_arms_left_make_no_law_the
     assert all(set(row["leaders"]["n"]) <= {8, 16} and row["status"]["n"] != "censored" for row in after), (
         after
     )
+
+
+def test_where_no_point_tells_the_arms_apart_the_frontiers_neighbours_may_tie_and_its_arm_runs() -> None:
+    """Three arms, one curve, seen past `TIE_FROM`. No point is material, so the frontier's arm is whichever tied
+    arm the draw put first; with the `tie_guards` part its neighbour stops as tied too and it runs on; without the
+    part the neighbour is a guard and runs. Once a point is material (a fourth arm far below), the neighbours are
+    guards again."""
+    level = {4: (0.6, 4.5), 8: (0.6, 4.5), 16: (0.6, 4.5)}
+    end = float(COMPUTE[13]) * 1.2
+
+    def decided(curves: dict[int, tuple[float, float]], guard_ties: bool) -> tuple[int, set[int], set[int]]:
+        fit = fit_study(table(curves, 14, noise=0.002), OPTIONS, resamples=30, seed=0)
+        extend = [Decision(n, "extend", "kept", {}) for n in curves]
+        ends = dict.fromkeys(curves, end)
+        out = tied_to_frontier(fit, extend, dict.fromkeys(curves, 14), ends, AdaptiveSettings(), 0, guard_ties)
+        n_top = int(fit["optimum_at_max_compute"]["n"])
+        arms = sorted(curves)
+        neighbours = set(arms[max(arms.index(n_top) - 1, 0) : arms.index(n_top) + 2]) - {n_top}
+        assert all(d.numbers["rule"] == "tie" for d in out if d.action == "stop")
+        assert n_top not in {d.n for d in out if d.action == "stop"}
+        return n_top, neighbours, {d.n for d in out if d.action == "stop"}
+
+    _, neighbours, tied = decided(level, True)
+    assert neighbours and neighbours <= tied
+    _, neighbours, tied = decided(level, False)
+    assert not neighbours & tied
+    _, neighbours, tied = decided({**level, 2: (0.2, 4.0)}, True)
+    assert not neighbours & tied
