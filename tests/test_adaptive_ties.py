@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from isocompute.adaptive.decisions import TIE_FROM, Decision, settled_arms, tied_to_frontier
-from isocompute.adaptive.rungs import AdaptiveSettings
+from isocompute.adaptive.rungs import PILOT_RULES, RULES, AdaptiveSettings
 from isocompute.fits.curves import FitOptions
 from isocompute.fits.forms import reward_curve
 from isocompute.fits.study_fit import fit_study
@@ -99,14 +99,20 @@ def test_where_no_point_tells_the_arms_apart_the_frontiers_neighbours_may_tie_an
         fit = fit_study(table(curves, 14, noise=0.002), OPTIONS, resamples=30, seed=0)
         extend = [Decision(n, "extend", "kept", {}) for n in curves]
         ends = dict.fromkeys(curves, end)
-        out = tied_to_frontier(fit, extend, dict.fromkeys(curves, 14), ends, AdaptiveSettings(), 0, guard_ties)
+        out = tied_to_frontier(
+            fit, extend, dict.fromkeys(curves, 14), ends, AdaptiveSettings(), 0, guard_ties
+        )
         n_top = int(fit["optimum_at_max_compute"]["n"])
         arms = sorted(curves)
         neighbours = set(arms[max(arms.index(n_top) - 1, 0) : arms.index(n_top) + 2]) - {n_top}
         assert all(d.numbers["rule"] == "tie" for d in out if d.action == "stop")
+        assert all(
+            ("guards no frontier" in d.reason) == (d.n in neighbours) for d in out if d.action == "stop"
+        )
         assert n_top not in {d.n for d in out if d.action == "stop"}
         return n_top, neighbours, {d.n for d in out if d.action == "stop"}
 
+    assert "tie_guards" in RULES and "tie_guards" not in PILOT_RULES
     _, neighbours, tied = decided(level, True)
     assert neighbours and neighbours <= tied
     _, neighbours, tied = decided(level, False)

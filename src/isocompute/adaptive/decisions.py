@@ -37,8 +37,9 @@ last decision (`last_decision`: only the grid's last rung is left, so a resume b
 with no later look): there an arm that is no guard stays stopped and is read as censored beyond its stop
 (`held_at_last`, `CENSORED_STOPS`): it may lead there, so the cost of not resuming is evidence, never a false law.
 Guards: the frontier's arm at C_top and its neighbours on the grid (n*/2 and 2 n*) continue, but for the lower
-guard a rising frontier has left behind at two looks in a row (`guard_behind`, read as behind's stop). One
-audit arm, the first stopped (the closest call of that round), runs `audit_rungs` rungs past its stop and
+guard a rising frontier has left behind at two looks in a row (`guard_behind`, read as behind's stop), and for
+a neighbour tied with the frontier's arm while no point tells any arm apart (`tie_guards`: no frontier to guard
+yet). One audit arm, the first stopped (the closest call of that round), runs `audit_rungs` rungs past its stop and
 is then decided again, so the cost of stopping is measured rather than assumed.
 
 `replay` runs the policy on a complete evaluation table as if each arm had been extended rung by rung,
@@ -514,9 +515,9 @@ def tied_to_frontier(
     side (the gap between them, if any, is one no user would act on). The fits read it as censored beyond its
     stop (`CENSORED_STOPS`): where it may lead a point is no evidence of n*, so a tie cut on noise costs evidence;
     only where its fitted curve beyond the stop falls materially behind does a point count it among the values
-    it tells apart. With `guard_ties` (the pilot part `tie_guards`), where no point of the fit is material the
-    neighbours n*/2 and 2 n* are no guards here: no point tells any arm apart, so there is no frontier whose move
-    they would measure; the frontier's arm at C_top still runs."""
+    it tells apart. With `guard_ties` (the rule's part `tie_guards`), where no point of the fit is material the
+    neighbours n*/2 and 2 n* are no guards here: no point tells any arm apart, so the frontier's arm is a pick among
+    tied arms and there is no frontier whose move they would measure; the frontier's arm at C_top still runs."""
     top = fit["frontier"][-1] if fit["frontier"] else None
     points = fit["optimum_points"]
     if top is None or not points or fit["optimum_at_max_compute"] is None:
@@ -524,8 +525,8 @@ def tied_to_frontier(
     n_top = int(fit["optimum_at_max_compute"]["n"])
     leading = set(points[-1]["leaders"]["n"])
     guarded = guards(fit, sorted(steps))
-    if guard_ties and not material_points(points):
-        guarded = {n: why for n, why in guarded.items() if n == n_top}
+    lapsed = set(guarded) - {n_top} if guard_ties and not material_points(points) else set()
+    guarded = {n: why for n, why in guarded.items() if n not in lapsed}
     seen = run_seen(fit, ends)
     candidates = [d.n for d in decisions if d.action == "extend" and d.n not in guarded and d.n in leading
                   and d.n in seen and steps[d.n] >= settings.min_steps and seen[d.n] >= TIE_FROM]  # fmt: skip
@@ -555,7 +556,9 @@ def tied_to_frontier(
             f"tied with the frontier: it leads at C = {points[-1]['compute']:.4g} and, from {seen[decision.n]:.0%} of its "
             f"run, its forecast at C = {at[decision.n]:.4g} ({forecast.low[0]:.3f}-{forecast.high[0]:.3f}) meets the "
             f"frontier's arm n = {n_top}'s ({low + tolerance:.3f}-{high - tolerance:.3f}) widened by the tolerance "
-            f"{tolerance:g}: censored beyond its stop, where it may lead"),
+            f"{tolerance:g}: censored beyond its stop, where it may lead"
+            + ("; no compute point tells any arm apart yet, so as a neighbour of the frontier's arm it guards no "
+               "frontier" if decision.n in lapsed else "")),
             {**decision.numbers, "rule": "tie", "seen": seen[decision.n], "forecast": [float(forecast.low[0]),
              float(forecast.high[0])], "frontier_forecast": [low + tolerance, high - tolerance]}))  # fmt: skip
     return result

@@ -28,14 +28,17 @@ CAP_SLACK = 10**SAME_COMPUTE_DECADES
 # stop: `decisions.held_at_last`), and the lower guard left behind (`guard_behind`: the lower guard n*/2, only it,
 # past `min_steps` stops where the data show n* rising and it lies below every leader of the last material point at
 # this look and at the previous round's, `decisions.guard_behind_before`; settled under behind's assumption, and it
-# stays stopped if it becomes a guard again, as behind's stops do).
-RULES = ("bound", "behind", "plateau", "extrapolate", "tie", "young_look", "last_resume", "guard_behind")
+# stays stopped if it becomes a guard again, as behind's stops do), and ties among guards where no point is material
+# (`tie_guards`: where no compute point so far tells any arm from another, the frontier's arm at C_top is a pick
+# among tied arms, so the tie part exempts it alone, not its neighbours n*/2 and 2 n*).
+RULES = ("bound", "behind", "plateau", "extrapolate", "tie", "young_look", "last_resume", "guard_behind",
+         "tie_guards")  # fmt: skip
 # Parts a replay may add to the rule (`--rules`) that it does not apply: a pilot measured and not adopted
 # (docs/log/adaptive-peers.md). `second_look`: the bound stops every arm, not only a young one, only where its
 # ceiling was identified and below the frontier at two consecutive rounds.
 # `last_resume_plateau`: the `last_resume` pilot's variant V1, which holds the plateau part's late resumes only (V2,
 # which holds a contradicted prior's too, was adopted as `last_resume`).
-PILOT_RULES = ("second_look", "last_resume_plateau", "tie_guards")
+PILOT_RULES = ("second_look", "last_resume_plateau")
 
 
 class AdaptiveError(IsoComputeError, ValueError):
