@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from isocompute.adaptive.decisions import TIE_FROM, Decision, settled_arms, tied_to_frontier
-from isocompute.adaptive.rungs import PILOT_RULES, RULES, AdaptiveSettings
+from isocompute.adaptive.rungs import PILOT_RULES, RULES, AdaptiveSettings, guard_arms
 from isocompute.fits.curves import FitOptions
 from isocompute.fits.forms import reward_curve
 from isocompute.fits.study_fit import fit_study
@@ -38,8 +38,7 @@ def test_an_arm_level_with_the_frontier_stops_as_tied_and_a_guard_or_an_arm_behi
     curves = {2: (0.6, 4.5), 4: (0.6, 4.5), 8: (0.6, 4.5), 16: (0.6, 4.5), 32: (0.3, 4.0)}
     fit = fit_study(table(curves, 14), OPTIONS, resamples=30, seed=0)
     n_top = int(fit["optimum_at_max_compute"]["n"])
-    arms = sorted(curves)
-    guarded = set(arms[max(arms.index(n_top) - 1, 0) : arms.index(n_top) + 2])
+    guarded = set(guard_arms(sorted(curves), n_top))
     steps = dict.fromkeys(curves, 14)
     extend = [Decision(n, "extend", "kept", {}) for n in curves]
     end = float(COMPUTE[13]) * 1.2  # seen to more than TIE_FROM of its run
@@ -95,7 +94,7 @@ def test_where_no_point_tells_the_arms_apart_the_frontiers_neighbours_may_tie_an
     level = {4: (0.6, 4.5), 8: (0.6, 4.5), 16: (0.6, 4.5)}
     end = float(COMPUTE[13]) * 1.2
 
-    def decided(curves: dict[int, tuple[float, float]], guard_ties: bool) -> tuple[int, set[int], set[int]]:
+    def decided(curves: dict[int, tuple[float, float]], guard_ties: bool) -> tuple[set[int], set[int]]:
         fit = fit_study(table(curves, 14, noise=0.002), OPTIONS, resamples=30, seed=0)
         extend = [Decision(n, "extend", "kept", {}) for n in curves]
         ends = dict.fromkeys(curves, end)
@@ -103,19 +102,18 @@ def test_where_no_point_tells_the_arms_apart_the_frontiers_neighbours_may_tie_an
             fit, extend, dict.fromkeys(curves, 14), ends, AdaptiveSettings(), 0, guard_ties
         )
         n_top = int(fit["optimum_at_max_compute"]["n"])
-        arms = sorted(curves)
-        neighbours = set(arms[max(arms.index(n_top) - 1, 0) : arms.index(n_top) + 2]) - {n_top}
+        neighbours = set(guard_arms(sorted(curves), n_top)) - {n_top}
         assert all(d.numbers["rule"] == "tie" for d in out if d.action == "stop")
         assert all(
             ("guards no frontier" in d.reason) == (d.n in neighbours) for d in out if d.action == "stop"
         )
         assert n_top not in {d.n for d in out if d.action == "stop"}
-        return n_top, neighbours, {d.n for d in out if d.action == "stop"}
+        return neighbours, {d.n for d in out if d.action == "stop"}
 
     assert "tie_guards" in RULES and "tie_guards" not in PILOT_RULES
-    _, neighbours, tied = decided(level, True)
+    neighbours, tied = decided(level, True)
     assert neighbours and neighbours <= tied
-    _, neighbours, tied = decided(level, False)
+    neighbours, tied = decided(level, False)
     assert not neighbours & tied
-    _, neighbours, tied = decided({**level, 2: (0.2, 4.0)}, True)
+    neighbours, tied = decided({**level, 2: (0.2, 4.0)}, True)
     assert not neighbours & tied
