@@ -76,6 +76,9 @@ def test_an_arm_far_below_stops_by_its_forecast_and_the_frontiers_arm_never() ->
     assert decided[2].action == "stop" and decided[2].numbers["rule"] == "extrapolate"
     assert decided[2].numbers["forecast_upper"] < fit["frontier"][-1]["reward_low"] - fit["tolerance"]
     assert decided[8].action == "extend" and decided[4].action == "extend"
+    # An arm the forecast read and kept records by how much it missed stopping (the round's record says why it ran).
+    assert decided[8].numbers["forecast_margin"] <= fit["tolerance"]
+    assert decided[8].numbers["forecast_upper"] >= fit["frontier"][-1]["reward_low"] - fit["tolerance"]
     far = COMPUTE[13] / SEEN_FROM * 4
     unseen = below_by_forecast(fit, extend, steps, dict.fromkeys(curves, far), AdaptiveSettings(), 0)
     assert all(d.action == "extend" for d in unseen)

@@ -485,15 +485,19 @@ def below_by_forecast(
     result = []
     for decision in decisions:
         forecast = forecasts.get(decision.n)
-        if not isinstance(forecast, Forecast) or forecast.upper >= low - fit["tolerance"]:
+        if not isinstance(forecast, Forecast):
             result.append(decision)
+            continue
+        read = {"forecast_upper": forecast.upper, "seen": seen[decision.n], "forecast_margin": low - forecast.upper}
+        if forecast.upper >= low - fit["tolerance"]:
+            # Kept running: the round's record says by how much its forecast missed stopping it.
+            result.append(Decision(decision.n, decision.action, decision.reason, {**decision.numbers, **read}))
             continue
         result.append(Decision(decision.n, "stop", (
             f"its forecast stays below the frontier: from {seen[decision.n]:.0%} of its run its reward at C = "
             f"{ends[decision.n]:.4g} is at most {forecast.upper:.3f} (upper edge of the forecast's interval), more than "
             f"the tolerance {fit['tolerance']:g} under the frontier's lower edge {low:.3f} at C = {top['compute']:.4g}"),
-            {**decision.numbers, "rule": "extrapolate", "forecast_upper": forecast.upper, "seen": seen[decision.n],
-             "margin": low - forecast.upper}))  # fmt: skip
+            {**decision.numbers, **read, "rule": "extrapolate", "margin": low - forecast.upper}))  # fmt: skip
     return result
 
 
