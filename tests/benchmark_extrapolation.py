@@ -1,12 +1,13 @@
 """How well an arm's future reward is predicted from the part of its run seen, and whether its intervals cover
 the truth: the calibration behind the adaptive rule's use of `adaptive.extrapolation`.
 
-`python tests/benchmark_extrapolation.py [SEEDS...] [--family NAME]... [--mode shared|own]...` draws each
+`python tests/benchmark_extrapolation.py [SEEDS...] [--family NAME]... [--mode shared|own|checked]...` draws each
 known-truth family (tests/known_truth.py's close, equal-step and dense tables, prior_truth.py's realistic ones)
 on each seed, cuts every arm at a fraction of its run (`FRACTIONS`, in linear compute: 1/64 is the arm's
 first 64th of rollouts, six doublings before its end, as a rung of the rule with rung factor 2 leaves it),
 forecasts its reward at every checkpoint beyond the cut (`forecast_arms`, the slope shared with the other arms
-cut at the same fraction, or each arm's own), and compares with the truth of that table
+cut at the same fraction, or each arm's own; `checked`: each arm's own, the curve's interval widened by the arm's
+earlier miss, setting 3 of the log), and compares with the truth of that table
 (`known_truth.expected_reward`: the mean of its problems' solve probabilities, the curve the fit estimates).
 
 Per family, mode and fraction it prints the arms forecast and refused, the median absolute error at the arm's
@@ -51,7 +52,7 @@ COVERAGE = 0.85
 MIN_ARMS = 10
 
 
-def cut_draw(scenario: Scenario, seed: int, fraction: float, share: bool) -> list[dict[str, Any]]:
+def cut_draw(scenario: Scenario, seed: int, fraction: float, mode: str) -> list[dict[str, Any]]:
     """Every arm of one draw cut at `fraction` of its run, forecast beyond, and scored against the truth."""
     evals, _, base = draw(scenario, seed)
     base_reward = summarize_counts(base["n_correct"], K)["avg@4"]
@@ -60,7 +61,8 @@ def cut_draw(scenario: Scenario, seed: int, fraction: float, share: bool) -> lis
     seen = table[table["compute_rollouts"] <= fraction * table["n"].map(end) * CAP_SLACK]
     unseen = table.drop(seen.index)
     at = {int(n): group["compute_rollouts"].to_numpy() for n, group in unseen.groupby("n")}
-    forecasts = forecast_arms(seen, "avg@4", "compute_rollouts", at, base_reward, BOOTSTRAP, seed, share)
+    forecasts = forecast_arms(seen, "avg@4", "compute_rollouts", at, base_reward, BOOTSTRAP, seed, mode == "shared",
+                              mode == "checked")  # fmt: skip
     rows = []
     for n, result in forecasts.items():
         if not isinstance(result, Forecast):
@@ -110,7 +112,7 @@ def main(seeds: Sequence[int], names: Sequence[str], modes: Sequence[str]) -> No
     for mode in modes:
         for name in names:
             for fraction in FRACTIONS:
-                rows = [r for seed in seeds for r in cut_draw(FAMILIES[name], seed, fraction, mode == "shared")]
+                rows = [r for seed in seeds for r in cut_draw(FAMILIES[name], seed, fraction, mode)]
                 results[(mode, name, fraction)] = figures(rows)
                 print(line(f"{mode:6} {name:24} 1/{round(1 / fraction):<3}", results[(mode, name, fraction)]), flush=True)
     print(f"\n{'mode':6} {'pooled over families':24} {'seen':>5} {'arms':>5} {'refused':>5} {'|err|':>7} {'coverage':>8} "
@@ -136,7 +138,7 @@ def main(seeds: Sequence[int], names: Sequence[str], modes: Sequence[str]) -> No
 
 
 if __name__ == "__main__":
-    # python tests/benchmark_extrapolation.py [SEEDS...] [--family NAME]... [--mode shared|own]...
+    # python tests/benchmark_extrapolation.py [SEEDS...] [--family NAME]... [--mode shared|own|checked]...
     args = sys.argv[1:]
     chosen: dict[str, list[str]] = {"--family": [], "--mode": []}
     while any(a in chosen for a in args):

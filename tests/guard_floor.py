@@ -1,10 +1,12 @@
 """How low a stop read from a calibrated forecast could take the rule: the guards' floor, measured per draw.
 
-`python tests/guard_floor.py [SEEDS...] [--pairs-only | --realistic-only]` replays the shifted pairs with model A's
+`python tests/guard_floor.py [SEEDS...] [--pairs-only | --realistic-only] [--rules R1,R2,...]` replays the shifted pairs with model A's
 law as the prior (`prior_truth.PAIRS`) and the realistic tables without one (`prior_truth.REALISTIC`'s two still
-rising tables), each with every part of the rule, and prints per draw:
+rising tables), each with every part of the rule (or the parts `--rules` names, a pilot of `rungs.PILOT_RULES`
+added), and prints per draw:
 
-- the share of the grid spent;
+- the share of the grid spent, and whether the kept data's law is right (within a factor 2 of the truth at >= 80 %
+  of its points, `known_truth.recovery`);
 - **the last-rung bound**: that share less what every arm but the frontier's at the last decision spent on the
   last rung (C_max / 2 -> C_max). The forecast is calibrated only from half an arm's run
   (docs/log/adaptive-extrapolation.md), which with rung factor 2 is the last decision, and the guards n*/2 and
@@ -29,11 +31,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from known_truth import Scenario, draw, expected_reward
+from known_truth import Scenario, draw, expected_reward, recovery
 from prior_truth import PAIRS, REALISTIC, SHIFTED, fitted_prior, on_every_core, replay_b
 from realistic_spend import arm_spend
 
-from isocompute.adaptive.rungs import guard_arms, rung_step
+from isocompute.adaptive.rungs import RULES, guard_arms, rung_step
 from isocompute.fits.leaders import DEFAULT_TOLERANCE
 
 TABLES = ("realistic_slow", "realistic_late")
@@ -84,27 +86,32 @@ def forecast_reads(result: Mapping[str, Any]) -> list[tuple[int, str, float, flo
     return reads
 
 
-def pair_draw(name: str, seed: int) -> tuple[dict[str, Any], Any]:
-    """B's replay with A's fitted law as its prior (every part of the rule), and B's table."""
+def pair_draw(name: str, seed: int, rules: Sequence[str]) -> tuple[dict[str, Any], Any]:
+    """B's replay with A's fitted law as its prior (the rule's parts `rules`), and B's table."""
     pair = PAIRS[name]
-    return replay_b(pair.b, seed, fitted_prior(pair.a, seed)), draw(pair.b, seed)[0]
+    return replay_b(pair.b, seed, fitted_prior(pair.a, seed), rules), draw(pair.b, seed)[0]
 
 
-def table_draw(name: str, seed: int) -> tuple[dict[str, Any], Any]:
-    """A realistic table's replay without a prior (every part of the rule), and the table."""
-    return replay_b(REALISTIC[name], seed, None), draw(REALISTIC[name], seed)[0]
+def table_draw(name: str, seed: int, rules: Sequence[str]) -> tuple[dict[str, Any], Any]:
+    """A realistic table's replay without a prior (the rule's parts `rules`), and the table."""
+    return replay_b(REALISTIC[name], seed, None, rules), draw(REALISTIC[name], seed)[0]
 
 
-def report(kind: str, names: Sequence[str], seeds: Sequence[int], function: Any, scenarios: Mapping[str, Scenario]) -> None:
+def report(
+    kind: str, names: Sequence[str], seeds: Sequence[int], function: Any, scenarios: Mapping[str, Scenario], rules: Sequence[str]
+) -> None:
     jobs = [(name, seed) for name in names for seed in seeds]
-    results = on_every_core(function, jobs)
-    spent, bounds, oracles, kept = [], [], [], {"leader": 0, "behind": 0}
-    print(f"\n{kind}: {'draw':24} {'spent':>6} {'bound':>6} {'oracle':>6}  n* at the last decision; forecast reads "
-          "(n role seen margin truth-gap)")
+    results = on_every_core(function, [(name, seed, rules) for name, seed in jobs])
+    spent, bounds, oracles, rights, kept = [], [], [], [], {"leader": 0, "behind": 0}
+    print(f"\n{kind}, rules {list(rules)}: {'draw':24} {'spent':>6} {'bound':>6} {'oracle':>6} {'right':>5}  n* at the last "
+          "decision; forecast reads (n role seen margin truth-gap)")
     for (name, seed), (result, evals) in zip(jobs, results):
         gaps = truth_gaps(scenarios[name], seed, evals)
         bound = last_rung_bound(result, evals)
         oracle = last_rung_bound(result, evals, [n for n, gap in gaps.items() if gap > DEFAULT_TOLERANCE])
+        share = recovery(scenarios[name], result["fits"])
+        right = share is not None and share >= 0.8
+        rights.append(right)
         spent.append(result["share_of_full_grid"])
         bounds.append(bound)
         oracles.append(oracle)
@@ -115,17 +122,18 @@ def report(kind: str, names: Sequence[str], seeds: Sequence[int], function: Any,
         line = "; ".join(f"{n} {role} {seen:.0%} {margin:+.3f}{' STOP' if margin > DEFAULT_TOLERANCE else ''} {gaps[n]:+.3f}"
                          for n, role, seen, margin in reads)  # fmt: skip
         print(f"{'':{len(kind) + 2}}{name + ' s' + str(seed):24} {result['share_of_full_grid']:>6.1%} {bound:>6.1%} "
-              f"{oracle:>6.1%}  n* {result['rounds'][-1]['n_top']}; {line or 'none'}")
+              f"{oracle:>6.1%} {'yes' if right else 'no':>5}  n* {result['rounds'][-1]['n_top']}; {line or 'none'}")
     runs = len(spent)
     print(f"{kind}: mean spent {sum(spent) / runs:.1%}, mean last-rung bound {sum(bounds) / runs:.1%} (least "
-          f"{min(bounds):.1%}), mean oracle's bound {sum(oracles) / runs:.1%} over {runs} draws; arms the forecast kept "
+          f"{min(bounds):.1%}), mean oracle's bound {sum(oracles) / runs:.1%} over {runs} draws, {sum(rights)} right; arms the forecast kept "
           f"(margin <= {DEFAULT_TOLERANCE:g}): {kept['leader']} true leaders at their end, {kept['behind']} behind by more")
 
 
 if __name__ == "__main__":
     args = sys.argv[1:]
+    rules = tuple(args.pop(args.index("--rules") + 1).split(",")) if "--rules" in args else RULES
     seeds = tuple(int(a) for a in args if not a.startswith("--")) or (6, 7, 8)
     if "--realistic-only" not in args:
-        report("pairs", SHIFTED, seeds, pair_draw, {name: PAIRS[name].b for name in SHIFTED})
+        report("pairs", SHIFTED, seeds, pair_draw, {name: PAIRS[name].b for name in SHIFTED}, rules)
     if "--pairs-only" not in args:
-        report("realistic", TABLES, seeds, table_draw, REALISTIC)
+        report("realistic", TABLES, seeds, table_draw, REALISTIC, rules)

@@ -7,7 +7,14 @@ import numpy as np
 import pandas as pd
 
 from isocompute.adaptive.decisions import Decision, below_by_forecast
-from isocompute.adaptive.extrapolation import SEEN_FROM, Forecast, forecast, forecast_arms, shared_slope
+from isocompute.adaptive.extrapolation import (
+    SEEN_FROM,
+    Forecast,
+    earlier_miss,
+    forecast,
+    forecast_arms,
+    shared_slope,
+)
 from isocompute.adaptive.rungs import AdaptiveSettings
 from isocompute.fits.curves import FitOptions
 from isocompute.fits.forms import FitFailure, RewardFit, fit_reward, reward_curve
@@ -39,6 +46,27 @@ def test_forecast_of_a_known_sigmoid_holds_its_truth_at_the_rate_of_its_level() 
 def test_an_arm_with_too_few_points_is_not_extrapolated() -> None:
     result = forecast(8, COMPUTE[:4], noisy(0.6, 4.5, 1.0, 0)[:4], COMPUTE[4:], R0, None, 30, 0)
     assert isinstance(result, FitFailure) and result.kind == "too_few_points"
+
+
+def test_the_checked_interval_is_the_curves_widened_by_the_arms_own_earlier_miss() -> None:
+    """Setting 3 of the calibration log: the refits' interval, widened on each side by how far the arm's first half
+    (in compute) extrapolated one doubling missed the full fit, per doubling ahead; refused where that half holds
+    too few points to check on."""
+    seen, reward = COMPUTE[:11], noisy(0.6, 4.5, 1.0, 3)[:11]
+    fit = fit_reward(seen, reward, r0=R0, decline_level=0.0)
+    assert isinstance(fit, RewardFit)
+    miss = earlier_miss(8, seen, reward, fit, R0, None)
+    assert isinstance(miss, float) and miss > 0
+    at = np.array([seen[-1] * 2, seen[-1] * 8])
+    checked = forecast(8, seen, reward, at, R0, None, 30, 3, checked=True)
+    plain = forecast(8, seen, reward, at, R0, None, 30, 3)
+    assert isinstance(checked, Forecast) and isinstance(plain, Forecast)
+    np.testing.assert_allclose(checked.reward, plain.reward)
+    # One doubling out the interval reaches past the fit by the miss on each side; three doublings out, by three times it.
+    for i, doublings in enumerate((1, 3)):
+        assert checked.high[i] >= checked.reward[i] + doublings * miss and checked.low[i] <= checked.reward[i] - doublings * miss
+    few = forecast(8, COMPUTE[:6], noisy(0.6, 4.5, 1.0, 3)[:6], at, R0, None, 30, 3, checked=True)
+    assert isinstance(few, FitFailure) and few.kind == "too_few_points"
 
 
 def test_a_held_slope_is_kept_by_the_forecast_and_the_fit() -> None:

@@ -77,12 +77,16 @@ def forecast(
     slope: float | None,
     resamples: int,
     seed: int,
+    checked: bool = False,
 ) -> Forecast | FitFailure:
     """Arm `n`'s reward at the compute values `at` from its measured points (`compute`, `reward`), with
     the interval (`LEVEL`) of a new evaluation from `resamples` residual-bootstrap refits (drawn from `seed`), each plus a
     residual; `slope` held where given.
+    With `checked` (setting 3 of docs/log/adaptive-extrapolation.md, measured, not read by the rule) the interval is
+    instead the curve's (the refits' alone) widened on each side by the arm's own earlier miss (`earlier_miss`) per
+    doubling beyond its last measured compute (at least one).
     A failure where the arm has fewer than `MIN_POINTS` points, its fit fails, or fewer than
-    `RESOLVED_SHARE` of the refits are made."""
+    `RESOLVED_SHARE` of the refits are made; with `checked`, also where its earlier miss cannot be measured."""
     compute, reward, at = (np.asarray(v, dtype=float) for v in (compute, reward, at))
     if len(compute) < MIN_POINTS:
         return FitFailure("too_few_points", f"n = {n}: {len(compute)} measured points, fewer than {MIN_POINTS} to extrapolate from")
@@ -95,6 +99,13 @@ def forecast(
     made = [refit for refit in refits if isinstance(refit, RewardFit)]
     if len(made) < RESOLVED_SHARE * resamples:
         return FitFailure("no_band", f"n = {n}: only {len(made)} of {resamples} bootstrap refits made a fit")
+    if checked:
+        miss = earlier_miss(n, compute, reward, fit, r0, slope)
+        if isinstance(miss, FitFailure):
+            return miss
+        low, high = np.percentile(np.vstack([refit(at) for refit in made]), [50 * (1 - LEVEL), 50 * (1 + LEVEL)], axis=0)
+        widen = miss * np.maximum(np.log2(at / compute.max()), 1.0)
+        return Forecast(n, at, np.asarray(fit(at), dtype=float), low - widen, high + widen, slope)
     # What a new evaluation at `at` would read: each refit's value plus a residual of the fit, drawn with
     # replacement. The refits' spread alone (setting 1 of the log) covered 60-85 % of the truths at 90 %:
     # it misses the form's misfit, which the points' scatter about the fit bounds from above.
@@ -102,6 +113,23 @@ def forecast(
     values = np.vstack([refit(at) for refit in made]) + noise
     low, high = np.percentile(values, [50 * (1 - LEVEL), 50 * (1 + LEVEL)], axis=0)
     return Forecast(n, at, np.asarray(fit(at), dtype=float), low, high, slope)
+
+
+def earlier_miss(
+    n: int, compute: np.ndarray, reward: np.ndarray, fit: RewardFit, r0: float | None, slope: float | None
+) -> float | FitFailure:
+    """How far the form missed on this arm one doubling ahead: its points up to half its last measured compute,
+    fitted alone, against the fit of all its points at that last compute. The misfit the refits' spread leaves
+    out, measured where the arm then went (setting 3 of docs/log/adaptive-extrapolation.md)."""
+    last = float(compute.max())
+    early = compute <= last / 2 * (1 + 1e-9)
+    if early.sum() < MIN_POINTS:
+        return FitFailure("too_few_points", f"n = {n}: {int(early.sum())} points up to half its compute, fewer than "
+                          f"{MIN_POINTS} to check its forecast on")  # fmt: skip
+    first = fit_reward(compute[early], reward[early], r0=r0, slope=slope, decline_level=0.0)
+    if isinstance(first, FitFailure):
+        return first
+    return float(abs(first(np.array([last]))[0] - fit(np.array([last]))[0]))
 
 
 def forecast_arms(
@@ -113,17 +141,18 @@ def forecast_arms(
     resamples: int,
     seed: int,
     share: bool = True,
+    checked: bool = False,
 ) -> dict[int, Forecast | FitFailure]:
     """Every arm of `at` forecast at its compute values there, from the measured points of a study (one row
     per arm and step, `measured`'s `metric` against `compute`), each with the slope the other arms share
-    (`shared_slope`, from each arm's own fit of the same points) unless `share` is off."""
+    (`shared_slope`, from each arm's own fit of the same points) unless `share` is off; `checked` as `forecast`."""
     points = {int(n): group.sort_values(compute) for n, group in measured.groupby("n")}
     own = {n: fit_reward(group[compute].to_numpy(), group[metric].to_numpy(), r0=r0, decline_level=0.0)
            for n, group in points.items()}  # fmt: skip
     return {
         n: forecast(
             n, points[n][compute].to_numpy(), points[n][metric].to_numpy(), np.asarray(targets, dtype=float), r0,
-            shared_slope(own, n) if share else None, resamples, seed,
+            shared_slope(own, n) if share else None, resamples, seed, checked,
         ) if n in points else FitFailure("not_measured", f"n = {n}: no measured point")
         for n, targets in at.items()
     }  # fmt: skip
