@@ -13,8 +13,9 @@ added), and prints per draw:
   2 n* stop on nothing else but the forecast (and `guard_behind`, n*/2 only). So no part that reads the
   guards' futures only where calibrated spends less than this, whatever its threshold;
 - per arm the forecast read at the last decision (every arm past half its run but the frontier's): its margin,
-  the frontier's lower edge at C_top less the forecast's upper edge at the arm's end. It stops where the margin
-  exceeds `fits.tolerance`; its role (n*/2, 2 n*, other), and the truth's gap at its end (the best arm's expected
+  the frontier's lower edge at C_top less the forecast's upper edge at the arm's end (with the pilot part
+  `forecast_frontier`, also "arm": its least margin against the frontier's arm's forecast over its remaining range).
+  It stops where a margin exceeds `fits.tolerance`; its role (n*/2, 2 n*, other), and the truth's gap at its end (the best arm's expected
   reward there less its own, `known_truth.expected_reward`): within the tolerance it is a true leader at C_max, and
   a stop there would cut the frontier's own measurement;
 - **the oracle's bound**: the share spent less the last rung of every arm the truth puts more than the tolerance
@@ -68,8 +69,9 @@ def truth_gaps(scenario: Scenario, seed: int, evals: Any) -> dict[int, float]:
     return gaps
 
 
-def forecast_reads(result: Mapping[str, Any]) -> list[tuple[int, str, float, float]]:
-    """At the last decision, each arm the forecast read: (n, role, share of its run seen, margin)."""
+def forecast_reads(result: Mapping[str, Any]) -> list[tuple[int, str, float, float, float | None]]:
+    """At the last decision, each arm the forecast read: (n, role, share of its run seen, margin, and with the
+    pilot part `forecast_frontier` its margin against the frontier's arm's forecast)."""
     last = result["rounds"][-1]
     arms = sorted(arm["n"] for arm in result["arms"])
     n_top = last["n_top"]
@@ -82,7 +84,8 @@ def forecast_reads(result: Mapping[str, Any]) -> list[tuple[int, str, float, flo
         n = decision["n"]
         role = "other" if n not in guards else ("n*/2" if n < n_top else "2 n*")
         margin = numbers.get("forecast_margin", numbers.get("margin"))
-        reads.append((n, role, float(numbers["seen"]), float(margin)))
+        against = numbers.get("frontier_arm_margin")
+        reads.append((n, role, float(numbers["seen"]), float(margin), None if against is None else float(against)))
     return reads
 
 
@@ -116,11 +119,12 @@ def report(
         bounds.append(bound)
         oracles.append(oracle)
         reads = forecast_reads(result)
-        for n, _, _, margin in reads:
-            if margin <= DEFAULT_TOLERANCE:
+        for n, _, _, margin, against in reads:
+            if max(margin, against or -1.0) <= DEFAULT_TOLERANCE:
                 kept["leader" if gaps[n] <= DEFAULT_TOLERANCE else "behind"] += 1
-        line = "; ".join(f"{n} {role} {seen:.0%} {margin:+.3f}{' STOP' if margin > DEFAULT_TOLERANCE else ''} {gaps[n]:+.3f}"
-                         for n, role, seen, margin in reads)  # fmt: skip
+        line = "; ".join(f"{n} {role} {seen:.0%} {margin:+.3f}{'' if against is None else f' arm {against:+.3f}'}"
+                         f"{' STOP' if max(margin, against or -1.0) > DEFAULT_TOLERANCE else ''} {gaps[n]:+.3f}"
+                         for n, role, seen, margin, against in reads)  # fmt: skip
         print(f"{'':{len(kind) + 2}}{name + ' s' + str(seed):24} {result['share_of_full_grid']:>6.1%} {bound:>6.1%} "
               f"{oracle:>6.1%} {'yes' if right else 'no':>5}  n* {result['rounds'][-1]['n_top']}; {line or 'none'}")
     runs = len(spent)

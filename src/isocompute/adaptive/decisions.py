@@ -129,6 +129,9 @@ LATE_RESUMES = {
 # recovery measures (no law lost on 36 draws, none made on 18 with no law to find). From half a run no tie rule can save what a peer saves
 # (docs/log/adaptive-peers.md, setting T1: 91 % of the grid on the negatives against the median pruner's 77 %).
 TIE_FROM = 1 / 4
+# The pilot part `forecast_frontier` reads an arm's forecast against the frontier's arm's at this many compute
+# values, log-evenly spaced from C_top to the arm's end: both curves rise, so a grid this fine checks the range.
+AHEAD_POINTS = 4
 
 
 @dataclass(frozen=True)
@@ -465,6 +468,7 @@ def below_by_forecast(
     ends: Mapping[int, float],
     settings: AdaptiveSettings,
     seed: int,
+    against_arm: bool = False,
 ) -> list[Decision]:
     """The forecast's part of the rule (`adaptive.extrapolation`), used only as far as its intervals were
     measured to cover the truth: an arm the round extends, not the frontier's at C_top, past `min_steps` and
@@ -472,32 +476,60 @@ def below_by_forecast(
     below the frontier's lower edge at C_top by more than `fits.tolerance`: curves only rise, so the frontier
     stays above that edge, and the arm cannot lead anywhere in its remaining range. The neighbours of the
     frontier's arm are guarded against a frontier that falls back, which an arm that cannot reach it cannot
-    make, so they stop by it too (docs/log/adaptive-extrapolation.md)."""
+    make, so they stop by it too (docs/log/adaptive-extrapolation.md). With `against_arm` (the pilot part
+    `forecast_frontier`) it also stops where, at `AHEAD_POINTS` compute values up to its end, its upper edge lies
+    below the frontier's arm's own forecast's lower edge there (where that arm is past `SEEN_FROM` of its run;
+    the frontier's lower edge at C_top where higher) by more than the tolerance: over that range the frontier is
+    at least that arm's curve."""
     top = fit["frontier"][-1] if fit["frontier"] else None
     if top is None or top.get("reward_low") is None or fit["optimum_at_max_compute"] is None:
         return decisions
-    low, n_top = float(top["reward_low"]), int(fit["optimum_at_max_compute"]["n"])
+    low, n_top, c_top = float(top["reward_low"]), int(fit["optimum_at_max_compute"]["n"]), float(top["compute"])
     seen = run_seen(fit, ends)
     candidates = [d.n for d in decisions if d.action == "extend" and d.n != n_top and d.n in seen
                   and steps[d.n] >= settings.min_steps and seen[d.n] >= SEEN_FROM]  # fmt: skip
-    forecasts = forecast_arms(pd.DataFrame(fit["measured"]), fit["metric"], fit["compute"], {n: [ends[n]] for n in candidates},
+    measured = pd.DataFrame(fit["measured"])
+    forecasts = forecast_arms(measured, fit["metric"], fit["compute"], {n: [ends[n]] for n in candidates},
                               fit["base_reward"], fit["bootstrap"]["resamples"], seed, SHARE)  # fmt: skip
+    # The pilot's reading: each candidate over its remaining range, and the frontier's arm where it reaches.
+    at = {n: list(np.geomspace(c_top, ends[n], AHEAD_POINTS + 1)[1:]) for n in candidates}
+    ahead = against_arm and seen.get(n_top, 0.0) >= SEEN_FROM and bool(candidates)
+    frontier_at = sorted({c for n in candidates for c in at[n] if c <= ends[n_top] * CAP_SLACK}) if ahead else []
+    ranged = forecast_arms(measured, fit["metric"], fit["compute"], {**at, n_top: frontier_at}, fit["base_reward"],
+                           fit["bootstrap"]["resamples"], seed, SHARE) if frontier_at else {}  # fmt: skip
+    frontier_arm = ranged.get(n_top)
+    tolerance = fit["tolerance"]
     result = []
     for decision in decisions:
-        forecast = forecasts.get(decision.n)
+        forecast = forecasts.get(decision.n) if decision.n in candidates else None
         if not isinstance(forecast, Forecast):
             result.append(decision)
             continue
         read = {"forecast_upper": forecast.upper, "seen": seen[decision.n], "forecast_margin": low - forecast.upper}
-        if forecast.upper >= low - fit["tolerance"]:
-            # Kept running: the round's record says by how much its forecast missed stopping it.
-            result.append(Decision(decision.n, decision.action, decision.reason, {**decision.numbers, **read}))
+        if forecast.upper < low - tolerance:
+            result.append(Decision(decision.n, "stop", (
+                f"its forecast stays below the frontier: from {seen[decision.n]:.0%} of its run its reward at C = "
+                f"{ends[decision.n]:.4g} is at most {forecast.upper:.3f} (upper edge of the forecast's interval), more "
+                f"than the tolerance {tolerance:g} under the frontier's lower edge {low:.3f} at C = {c_top:.4g}"),
+                {**decision.numbers, **read, "rule": "extrapolate", "margin": low - forecast.upper}))  # fmt: skip
             continue
-        result.append(Decision(decision.n, "stop", (
-            f"its forecast stays below the frontier: from {seen[decision.n]:.0%} of its run its reward at C = "
-            f"{ends[decision.n]:.4g} is at most {forecast.upper:.3f} (upper edge of the forecast's interval), more than "
-            f"the tolerance {fit['tolerance']:g} under the frontier's lower edge {low:.3f} at C = {top['compute']:.4g}"),
-            {**decision.numbers, **read, "rule": "extrapolate", "margin": low - forecast.upper}))  # fmt: skip
+        over = ranged.get(decision.n)
+        if isinstance(frontier_arm, Forecast) and isinstance(over, Forecast):
+            floor = [max(low, float(frontier_arm.low[frontier_at.index(c)])) if c in frontier_at else low
+                     for c in at[decision.n]]  # fmt: skip
+            margins = [edge - float(high) for edge, high in zip(floor, over.high)]
+            read["frontier_arm_margin"] = min(margins)
+            if min(margins) > tolerance:
+                result.append(Decision(decision.n, "stop", (
+                    f"its forecast stays below the frontier's arm's: from {seen[decision.n]:.0%} of its run, at every "
+                    f"one of {len(margins)} compute values from C_top = {c_top:.4g} to its end {ends[decision.n]:.4g}, "
+                    f"the upper edge of its forecast lies more than the tolerance {tolerance:g} under the lower edge of "
+                    f"the forecast of the frontier's arm n = {n_top} (or the frontier's lower edge {low:.3f}, where "
+                    f"higher): by {min(margins):.3f} at the least. The frontier is at least that arm's curve"),
+                    {**decision.numbers, **read, "rule": "extrapolate", "margin": min(margins)}))  # fmt: skip
+                continue
+        # Kept running: the round's record says by how much its forecast missed stopping it.
+        result.append(Decision(decision.n, decision.action, decision.reason, {**decision.numbers, **read}))
     return result
 
 
@@ -745,7 +777,7 @@ def decide_round(
     if "plateau" in rules and (prior is None or prior.law is None or state is None or state["status"] == "fallen back"):
         decisions, plateau = above_own_plateau(fit, decisions, steps, plateau)
     if "extrapolate" in rules and ends is not None:
-        decisions = below_by_forecast(fit, decisions, steps, ends, settings, index)
+        decisions = below_by_forecast(fit, decisions, steps, ends, settings, index, "forecast_frontier" in rules)
     if "tie" in rules and ends is not None:
         decisions = tied_to_frontier(fit, decisions, steps, ends, settings, index, "tie_guards" in rules)
     audit, decisions = _audit(audit, decisions, index, cap, settings)

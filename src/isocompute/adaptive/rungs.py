@@ -38,7 +38,9 @@ RULES = ("bound", "behind", "plateau", "extrapolate", "tie", "young_look", "last
 # ceiling was identified and below the frontier at two consecutive rounds.
 # `last_resume_plateau`: the `last_resume` pilot's variant V1, which holds the plateau part's late resumes only (V2,
 # which holds a contradicted prior's too, was adopted as `last_resume`).
-PILOT_RULES = ("second_look", "last_resume_plateau")
+# `forecast_frontier`: the forecast's part also reads an arm against the frontier's arm's own forecast over its
+# remaining range (Pilot F).
+PILOT_RULES = ("second_look", "last_resume_plateau", "forecast_frontier")
 
 
 class AdaptiveError(IsoComputeError, ValueError):
