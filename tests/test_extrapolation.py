@@ -119,3 +119,28 @@ def test_forecast_arms_reads_a_studys_measured_rows() -> None:
     result = forecast_arms(table[table["compute_rollouts"] < 1e6], "avg@4", "compute_rollouts", {2: [1e7], 8: [1e7]}, R0, 30, 0)
     assert isinstance(result[2], Forecast) and result[2].compute.tolist() == [1e7]
     assert isinstance(result[8], FitFailure) and result[8].kind == "not_measured"
+
+
+def test_the_pilot_reads_an_arm_against_the_frontiers_arms_own_forecast() -> None:
+    """Pilot F (`forecast_frontier`): n = 8 has saturated level with the frontier's lower edge at C_top, so the
+    forecast part alone keeps it, but the frontier's arm n = 4 is still rising and its forecast's lower edge over
+    the rest of the range lies above n = 8's upper edge: the frontier is at least n = 4's curve, so n = 8 cannot
+    lead there, and the part stops it. n = 16, rising later and steeper, may still overtake and runs on."""
+    curves = {4: (0.9, 6.0), 8: (0.6, 4.5), 16: (0.99, 6.2)}
+    rows = [
+        {"n": n, "step": i + 1, "compute_rollouts": c, "avg@4": value, "b_problem": 32}
+        for n, (a, mid) in curves.items()
+        for i, (c, value) in enumerate(zip(COMPUTE[:14], noisy(a, mid, 1.0, n, 0.005)[:14]))
+    ]
+    fit = fit_study(pd.DataFrame(rows), FitOptions("avg@4", "compute_rollouts", ("n",), base_reward=R0), resamples=30, seed=0)
+    assert fit["optimum_at_max_compute"]["n"] == 4
+    steps = dict.fromkeys(curves, 14)
+    extend = [Decision(n, "extend", "kept", {}) for n in curves]
+    ends = dict.fromkeys(curves, float(COMPUTE[13]) * 1.95)  # seen to just past SEEN_FROM of the run
+    plain = {d.n: d for d in below_by_forecast(fit, extend, steps, ends, AdaptiveSettings(), 0)}
+    pilot = {d.n: d for d in below_by_forecast(fit, extend, steps, ends, AdaptiveSettings(), 0, against_arm=True)}
+    assert plain[8].action == "extend" and "frontier_arm_margin" not in plain[8].numbers
+    assert pilot[8].action == "stop" and pilot[8].numbers["rule"] == "extrapolate"
+    assert pilot[8].numbers["frontier_arm_margin"] > fit["tolerance"] >= pilot[8].numbers["forecast_margin"]
+    assert pilot[16].action == "extend" and pilot[16].numbers["frontier_arm_margin"] <= fit["tolerance"]
+    assert pilot[4].action == "extend"
