@@ -16,7 +16,7 @@ added), and prints per draw:
   the frontier's lower edge at C_top less the forecast's upper edge at the arm's end (with the pilot part
   `forecast_frontier`, also "arm": its least margin against the frontier's arm's forecast over its remaining range).
   It stops where a margin exceeds `fits.tolerance`; its role (n*/2, 2 n*, other), and the truth's gap at its end (the best arm's expected
-  reward there less its own, `known_truth.expected_reward`): within the tolerance it is a true leader at C_max, and
+  reward there less its own, `known_truth.true_reward`): within the tolerance it is a true leader at C_max, and
   a stop there would cut the frontier's own measurement;
 - **the oracle's bound**: the share spent less the last rung of every arm the truth puts more than the tolerance
   behind at its end, the least a rule that stops at the last decision exactly the arms that cannot lead could
@@ -32,9 +32,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from known_truth import Scenario, draw, expected_reward, recovery
+from known_truth import Scenario, draw, recovery, true_reward
 from prior_truth import PAIRS, REALISTIC, SHIFTED, fitted_prior, on_every_core, replay_b
-from realistic_spend import arm_spend
+from realistic_spend import arm_checkpoints, arm_spend
 
 from isocompute.adaptive.rungs import RULES, guard_arms, rung_step
 from isocompute.fits.leaders import DEFAULT_TOLERANCE
@@ -46,8 +46,7 @@ def last_rung_bound(result: Mapping[str, Any], evals: Any, cut: Sequence[int] | 
     """The share spent less the last-rung rollouts of the arms `cut` (every arm but the frontier's arm at the
     last decision where None)."""
     caps, n_top = result["rungs"], result["rounds"][-1]["n_top"]
-    checkpoints = {int(n): [(int(s), float(c)) for s, c in group.groupby("step")["compute_rollouts"].mean().items()]
-                   for n, group in evals.groupby("n")}  # fmt: skip
+    checkpoints = arm_checkpoints(evals)
     saved = 0.0
     for arm in result["arms"]:
         n = arm["n"]
@@ -61,11 +60,12 @@ def last_rung_bound(result: Mapping[str, Any], evals: Any, cut: Sequence[int] | 
 def truth_gaps(scenario: Scenario, seed: int, evals: Any) -> dict[int, float]:
     """Per arm, the truth's gap at its end: the best arm's expected reward there less its own."""
     ends = evals.groupby("n")["compute_rollouts"].max()
+    truth = true_reward(scenario, seed)  # the draw read once, not per arm and end
     gaps = {}
     for n, end in ends.items():
         at = np.array([float(end)])
-        best = max(float(expected_reward(scenario, seed, int(other), at)[0]) for other in ends.index)
-        gaps[int(n)] = best - float(expected_reward(scenario, seed, int(n), at)[0])
+        values = {int(other): float(truth(int(other), at)[0]) for other in ends.index}
+        gaps[int(n)] = max(values.values()) - values[int(n)]
     return gaps
 
 

@@ -63,6 +63,12 @@ def arm_spend(evals: Any, n: int, steps: int) -> float:
     return float(rows.groupby("seed")["compute_rollouts"].max().sum() if "seed" in rows else rows["compute_rollouts"].max())
 
 
+def arm_checkpoints(evals: Any) -> dict[int, list[tuple[int, float]]]:
+    """Per arm, its checkpoints as (step, compute) pairs, the mean over its seeds, as `rung_step` reads them."""
+    return {int(n): [(int(s), float(c)) for s, c in group.groupby("step")["compute_rollouts"].mean().items()]
+            for n, group in evals.groupby("n")}  # fmt: skip
+
+
 def timeline(result: Mapping[str, Any]) -> dict[int, list[str]]:
     """Per arm, one letter per round (the rounds after rungs 0 .. R-2; the last rung has no decision)."""
     lines: dict[int, list[str]] = {arm["n"]: [] for arm in result["arms"]}
@@ -79,8 +85,7 @@ def charge(result: Mapping[str, Any], evals: Any) -> dict[str, float]:
     running (a stop letter or '.' ends it there)."""
     caps = result["rungs"]
     lines = timeline(result)
-    checkpoints = {int(n): [(int(s), float(c)) for s, c in group.groupby("step")["compute_rollouts"].mean().items()]
-                   for n, group in evals.groupby("n")}  # fmt: skip
+    checkpoints = arm_checkpoints(evals)
     held: dict[str, float] = defaultdict(float)
     for n, line in lines.items():
         previous = 0.0

@@ -492,16 +492,16 @@ def below_by_forecast(
     forecasts = forecast_arms(measured, fit["metric"], fit["compute"], {n: [ends[n]] for n in candidates},
                               fit["base_reward"], fit["bootstrap"]["resamples"], seed, SHARE)  # fmt: skip
     # The pilot's reading: each candidate over its remaining range, and the frontier's arm where it reaches.
-    at = {n: list(np.geomspace(c_top, ends[n], AHEAD_POINTS + 1)[1:]) for n in candidates}
-    ahead = against_arm and seen.get(n_top, 0.0) >= SEEN_FROM and bool(candidates)
-    frontier_at = sorted({c for n in candidates for c in at[n] if c <= ends[n_top] * CAP_SLACK}) if ahead else []
+    ahead = against_arm and seen.get(n_top, 0.0) >= SEEN_FROM
+    at = {n: list(np.geomspace(c_top, ends[n], AHEAD_POINTS + 1)[1:]) for n in candidates} if ahead else {}
+    frontier_at = sorted({c for targets in at.values() for c in targets if c <= ends[n_top] * CAP_SLACK})
     ranged = forecast_arms(measured, fit["metric"], fit["compute"], {**at, n_top: frontier_at}, fit["base_reward"],
                            fit["bootstrap"]["resamples"], seed, SHARE) if frontier_at else {}  # fmt: skip
     frontier_arm = ranged.get(n_top)
     tolerance = fit["tolerance"]
     result = []
     for decision in decisions:
-        forecast = forecasts.get(decision.n) if decision.n in candidates else None
+        forecast = forecasts.get(decision.n)
         if not isinstance(forecast, Forecast):
             result.append(decision)
             continue
